@@ -1,0 +1,45 @@
+# HomeHub's two set-up commands: `make run` (the hub) and `make test` (the whole suite).
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
+PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/postgres
+
+.PHONY: run test lint format system-deps
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.installed-run: requirements.txt | $(BIN)/python
+	$(BIN)/pip install -q -r requirements.txt
+	touch $@
+
+$(VENV)/.installed-dev: requirements.txt requirements-dev.txt | $(BIN)/python
+	$(BIN)/pip install -q -r requirements-dev.txt
+	touch $@ $(VENV)/.installed-run
+
+## run: install, migrate, seed the home, create the first login, serve on http://$(HOST):$(PORT)/
+run: $(VENV)/.installed-run
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py seed_home
+	$(BIN)/python manage.py ensure_admin
+	$(BIN)/daphne -b $(HOST) -p $(PORT) homehub.asgi:application
+
+## system-deps: Debian packages the tests need (installed only when missing)
+system-deps:
+	bash .ci/system-deps.sh
+
+## test: lint, then the whole suite on SQLite and on PostgreSQL
+test: $(VENV)/.installed-dev system-deps lint
+	$(BIN)/pytest
+	DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(VENV)/.installed-dev
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .

@@ -1,0 +1,143 @@
+"""Admin for the home. State changes (lights, alarm, presence) happen only through actions
+that call the services, so every change made here is audited with interface `admin`."""
+
+from django.contrib import admin, messages
+
+from devices import services
+from devices.models import Agent, AgentTool, Alarm, Event, Light, Person, TelemetryReading
+
+ADMIN = Event.Interface.ADMIN
+
+
+@admin.register(Light)
+class LightAdmin(admin.ModelAdmin):
+    list_display = ["name", "label", "room", "on", "updated_at"]
+    list_filter = ["on", "room"]
+    search_fields = ["name", "label", "room"]
+    readonly_fields = ["on", "updated_at"]
+    actions = ["turn_on", "turn_off"]
+
+    def get_readonly_fields(self, request, obj=None):
+        # The slug is the tools' identifier: fixed once created.
+        return [*self.readonly_fields, "name"] if obj else self.readonly_fields
+
+    @admin.action(description="Turn selected lights on")
+    def turn_on(self, request, queryset):
+        self._switch(request, queryset, True)
+
+    @admin.action(description="Turn selected lights off")
+    def turn_off(self, request, queryset):
+        self._switch(request, queryset, False)
+
+    def _switch(self, request, queryset, on: bool) -> None:
+        for light in queryset:
+            services.set_light_state(light.name, on, actor=request.user.get_username(), interface=ADMIN)
+        self.message_user(
+            request, f"{len(queryset)} light(s) turned {'on' if on else 'off'}.", messages.SUCCESS
+        )
+
+
+@admin.register(Alarm)
+class AlarmAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "armed", "updated_at"]
+    readonly_fields = ["armed", "updated_at"]
+    actions = ["arm", "disarm"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.action(description="Arm the alarm")
+    def arm(self, request, queryset):
+        services.set_alarm_state(True, actor=request.user.get_username(), interface=ADMIN)
+        self.message_user(request, "Alarm armed.", messages.SUCCESS)
+
+    @admin.action(description="Disarm the alarm")
+    def disarm(self, request, queryset):
+        services.set_alarm_state(False, actor=request.user.get_username(), interface=ADMIN)
+        self.message_user(request, "Alarm disarmed.", messages.SUCCESS)
+
+
+@admin.register(Person)
+class PersonAdmin(admin.ModelAdmin):
+    list_display = ["name", "present", "updated_at"]
+    list_filter = ["present"]
+    search_fields = ["name"]
+    readonly_fields = ["present", "updated_at"]
+    actions = ["mark_home", "mark_away"]
+
+    @admin.action(description="Mark selected people as home")
+    def mark_home(self, request, queryset):
+        self._mark(request, queryset, True)
+
+    @admin.action(description="Mark selected people as away")
+    def mark_away(self, request, queryset):
+        self._mark(request, queryset, False)
+
+    def _mark(self, request, queryset, present: bool) -> None:
+        for person in queryset:
+            services.set_person_presence(
+                person.name, present, actor=request.user.get_username(), interface=ADMIN
+            )
+        self.message_user(
+            request, f"{len(queryset)} person(s) marked {'home' if present else 'away'}.", messages.SUCCESS
+        )
+
+
+class AgentToolInline(admin.TabularInline):
+    model = AgentTool
+    extra = 0
+    fields = ["name", "description", "available"]
+    readonly_fields = ["name", "description", "available"]
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Agent)
+class AgentAdmin(admin.ModelAdmin):
+    list_display = ["agent_id", "name", "transport", "approved", "online", "last_seen"]
+    list_filter = ["transport", "approved", "online"]
+    search_fields = ["agent_id", "name"]
+    readonly_fields = ["online", "last_seen", "server_info", "capabilities", "created_at"]
+    inlines = [AgentToolInline]
+
+
+@admin.register(AgentTool)
+class AgentToolAdmin(admin.ModelAdmin):
+    list_display = ["name", "agent", "available"]
+    list_filter = ["available", "agent__transport"]
+    search_fields = ["name", "description", "agent__agent_id"]
+    list_select_related = ["agent"]
+    readonly_fields = ["agent", "name", "description", "input_schema", "available"]
+
+
+@admin.register(TelemetryReading)
+class TelemetryReadingAdmin(admin.ModelAdmin):
+    list_display = ["measured_at", "zone", "device_type", "device_id", "channel", "value", "unit"]
+    list_filter = ["zone", "device_type", "channel"]
+    search_fields = ["device_id", "zone"]
+    date_hierarchy = "measured_at"
+    show_full_result_count = False
+
+
+@admin.register(Event)
+class EventAdmin(admin.ModelAdmin):
+    """The audit trail is read-only, even for superusers."""
+
+    list_display = ["at", "actor", "interface", "action", "target"]
+    list_filter = ["interface", "action"]
+    search_fields = ["actor", "target", "action"]
+    date_hierarchy = "at"
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class FelConfig(AppConfig):
+    name = "fel"
+    verbose_name = "FEL invoices"

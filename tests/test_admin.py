@@ -1,0 +1,68 @@
+"""The Django admin: pages for staff, actions through the audited services, nothing for anonymous users."""
+
+import pytest
+
+from devices.models import Alarm, Event, Light, Person
+
+pytestmark = pytest.mark.django_db
+
+PAGES = [
+    "/admin/",
+    "/admin/devices/light/",
+    "/admin/devices/alarm/",
+    "/admin/devices/person/",
+    "/admin/devices/agent/",
+    "/admin/devices/agenttool/",
+    "/admin/devices/telemetryreading/",
+    "/admin/devices/event/",
+]
+
+
+@pytest.mark.parametrize("url", PAGES)
+def test_staff_sees_admin_pages(home, staff_client, url):
+    assert staff_client.get(url).status_code == 200
+
+
+@pytest.mark.parametrize("url", PAGES)
+def test_anonymous_is_sent_to_login(home, client, url):
+    response = client.get(url)
+    assert response.status_code == 302
+    assert "/admin/login/" in response["Location"]
+
+
+def test_light_action_goes_through_services_and_is_audited(home, staff_client):
+    ids = list(Light.objects.filter(name__in=["salon", "cocina"]).values_list("pk", flat=True))
+    response = staff_client.post(
+        "/admin/devices/light/", {"action": "turn_on", "_selected_action": ids}, follow=True
+    )
+    assert response.status_code == 200
+    assert set(Light.objects.filter(on=True).values_list("name", flat=True)) == {"salon", "cocina"}
+    events = Event.objects.filter(interface="admin", action="light.set")
+    assert sorted(events.values_list("target", flat=True)) == ["light:cocina", "light:salon"]
+    assert set(events.values_list("actor", flat=True)) == {"boss"}
+
+
+def test_alarm_and_presence_actions(home, staff_client):
+    alarm = Alarm.objects.get()
+    staff_client.post("/admin/devices/alarm/", {"action": "arm", "_selected_action": [alarm.pk]})
+    assert Alarm.objects.get().armed is True
+    carlos = Person.objects.get(name="Carlos")
+    staff_client.post("/admin/devices/person/", {"action": "mark_home", "_selected_action": [carlos.pk]})
+    assert Person.objects.get(name="Carlos").present is True
+    assert Event.objects.filter(interface="admin", target="person:Carlos").exists()
+
+
+def test_anonymous_action_changes_nothing(home, client):
+    ids = list(Light.objects.values_list("pk", flat=True))
+    client.post("/admin/devices/light/", {"action": "turn_on", "_selected_action": ids})
+    assert not Light.objects.filter(on=True).exists()
+
+
+def test_audit_trail_is_read_only(home, staff_client):
+    from devices.services import set_light_state
+
+    set_light_state("salon", True, actor="x", interface="rest")
+    event = Event.objects.first()
+    assert staff_client.get("/admin/devices/event/add/").status_code == 403
+    assert staff_client.post(f"/admin/devices/event/{event.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert Event.objects.filter(pk=event.pk).exists()

@@ -1,0 +1,138 @@
+"""Services and selectors of the home, against the real database (SQLite or PostgreSQL)."""
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+
+from devices import selectors, services
+from devices.broadcast import HOME_GROUP
+from devices.errors import LightNotFound
+from devices.models import Alarm, Event, Light, Person
+
+pytestmark = pytest.mark.django_db
+
+
+def test_seed_home_creates_seed_000_home(home):
+    assert list(Light.objects.values_list("name", "on")) == [
+        ("salon", False),
+        ("cocina", False),
+        ("dormitorio", False),
+        ("bano", False),
+        ("garage", False),
+    ]
+    assert Alarm.objects.get().armed is False
+    assert list(Person.objects.values_list("name", "present")) == [("Carlos", False), ("Ana", False)]
+
+
+def test_seed_home_twice_gives_the_same_rows(home):
+    services.set_light_state("salon", True, actor="t", interface="rest")
+    snapshot = (list(Light.objects.values()), list(Person.objects.values()), list(Alarm.objects.values()))
+    assert services.seed_home() == {"lights": 0, "people": 0, "alarm": 0}
+    assert snapshot == (
+        list(Light.objects.values()),
+        list(Person.objects.values()),
+        list(Alarm.objects.values()),
+    )
+
+
+def test_seed_home_reset_switches_everything_back(home):
+    services.set_light_state("salon", True, actor="t", interface="rest")
+    services.set_alarm_state(True, actor="t", interface="rest")
+    services.seed_home(reset=True)
+    assert selectors.get_all_states()["lights"]["salon"] is False
+    assert selectors.get_alarm_status() == {"armed": False}
+
+
+def test_selectors_have_seed_000_shapes(home):
+    assert selectors.get_presence() == {"present": False, "known_people": []}
+    assert selectors.get_alarm_status() == {"armed": False}
+    assert selectors.list_lights_on() == {"on": []}
+    assert selectors.get_all_states() == {
+        "lights": {"salon": False, "cocina": False, "dormitorio": False, "bano": False, "garage": False},
+        "alarm": False,
+        "presence": {"present": False, "known_people": []},
+    }
+
+
+def test_changes_show_in_every_read(home):
+    services.set_light_state("salon", True, actor="ana", interface="dashboard")
+    services.set_light_state("garage", True, actor="ana", interface="dashboard")
+    services.set_alarm_state(True, actor="ana", interface="dashboard")
+    services.set_person_presence("Carlos", True, actor="ana", interface="dashboard")
+    services.set_person_presence("Ana", True, actor="ana", interface="dashboard")
+    assert selectors.list_lights_on() == {"on": ["salon", "garage"]}
+    assert selectors.get_presence() == {"present": True, "known_people": ["Carlos", "Ana"]}
+    states = selectors.get_all_states()
+    assert states["alarm"] is True
+    assert states["lights"] == {
+        "salon": True,
+        "cocina": False,
+        "dormitorio": False,
+        "bano": False,
+        "garage": True,
+    }
+
+
+def test_unknown_light_is_seed_000_spanish_error_and_changes_nothing(home):
+    before = Event.objects.count()
+    with pytest.raises(LightNotFound) as excinfo:
+        services.set_light_state("inexistente", True, actor="x", interface="mcp-stdio")
+    assert str(excinfo.value) == "Luz 'inexistente' no encontrada"
+    assert Event.objects.count() == before
+
+
+def test_each_change_writes_an_event_with_actor_and_interface(home):
+    services.set_light_state("cocina", True, actor="claude", interface="mcp-http")
+    event = Event.objects.first()
+    assert (event.actor, event.interface, event.action, event.target) == (
+        "claude",
+        "mcp-http",
+        "light.set",
+        "light:cocina",
+    )
+    assert (event.before, event.after) == ({"on": False}, {"on": True})
+
+    services.set_alarm_state(True, actor="admin", interface="admin")
+    event = Event.objects.first()
+    assert (event.actor, event.interface, event.target, event.after) == (
+        "admin",
+        "admin",
+        "alarm",
+        {"armed": True},
+    )
+
+
+def test_change_is_broadcast_to_home_group_after_commit(home, django_capture_on_commit_callbacks):
+    layer = get_channel_layer()
+    channel = async_to_sync(layer.new_channel)()
+    async_to_sync(layer.group_add)(HOME_GROUP, channel)
+    try:
+        with django_capture_on_commit_callbacks(execute=True) as callbacks:
+            services.set_light_state("bano", True, actor="ana", interface="mqtt")
+        assert len(callbacks) == 1
+        message = async_to_sync(layer.receive)(channel)
+    finally:
+        async_to_sync(layer.group_discard)(HOME_GROUP, channel)
+    assert message["type"] == "home.event"
+    event = message["event"]
+    assert (event["kind"], event["name"], event["on"], event["actor"], event["interface"]) == (
+        "light",
+        "bano",
+        True,
+        "ana",
+        "mqtt",
+    )
+
+
+def test_failed_change_broadcasts_nothing(home, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks() as callbacks, pytest.raises(LightNotFound):
+        services.set_light_state("nope", True, actor="ana", interface="rest")
+    assert callbacks == []
+
+
+def test_async_paths_do_not_block_and_return_the_same(home):
+    async def scenario():
+        await services.aset_light_state("salon", True, actor="ws", interface="mcp-ws")
+        return await selectors.aget_all_states()
+
+    assert async_to_sync(scenario)()["lights"]["salon"] is True
