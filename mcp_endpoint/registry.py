@@ -1,0 +1,328 @@
+"""The tool registry: where apps declare MCP tools, and where sessions find them.
+
+Apps declare tools in `<app>/mcp_tools.py` (imported when apps are ready, as the admin
+imports `admin.py`) with the `@tool` decorator. A tool is a plain function taking a
+pydantic input model and a `ToolContext`, returning a pydantic output model or a dict;
+`inputSchema` and `outputSchema` are generated from the models. Sync functions run in
+Django's sync thread (they may use the ORM); async functions run on the event loop.
+
+Dynamic providers (device tools that come and go) plug in with `add_provider`; anything
+that changes the tool set calls `notify_changed()` and every listening session hears it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, get_type_hints
+
+from asgiref.sync import async_to_sync, sync_to_async
+from pydantic import BaseModel, ValidationError
+
+SCOPES = ("read", "control", "fel", "devices")
+TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling and through which door; carried into every audit event."""
+
+    actor: str
+    interface: str
+    scopes: frozenset[str] = frozenset(SCOPES)
+
+
+ProgressSender = Callable[[float, float | None, str | None], Awaitable[None]]
+LogSender = Callable[[str, Any], Awaitable[None]]
+
+
+async def _no_progress(progress: float, total: float | None, message: str | None) -> None:
+    return None
+
+
+async def _no_log(level: str, data: Any) -> None:
+    return None
+
+
+@dataclass
+class ToolContext:
+    """What a tool may know of its call: the caller, and ways to report back."""
+
+    caller: Caller
+    send_progress: ProgressSender = _no_progress
+    send_log: LogSender = _no_log
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Progress notification, delivered only when the request carried a progress token."""
+        await self.send_progress(progress, total, message)
+
+    def report_progress_sync(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """The same, from a sync tool running in a worker thread."""
+        async_to_sync(self.send_progress)(progress, total, message)
+
+    async def log(self, level: str, data: Any) -> None:
+        """A `notifications/message` to the client, filtered by its `logging/setLevel`."""
+        await self.send_log(level, data)
+
+
+class ToolError(Exception):
+    """A failure the model can act on: becomes a result with `isError: true`.
+
+    `structured`, when given, is sent as the error's JSON (for tools whose documented
+    error output is an object, like seed 000's `{"ok": false, "error": ...}`).
+    """
+
+    def __init__(self, message: str, structured: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.structured = structured
+
+
+@dataclass
+class ToolResult:
+    """The outcome of a call: the JSON value (as `structuredContent`) or an error."""
+
+    structured: Any = None
+    is_error: bool = False
+    text: str | None = None  # defaults to the JSON of `structured`
+    content: list[dict[str, Any]] | None = None  # full MCP content, for pass-through tools
+
+    def as_mcp(self) -> dict[str, Any]:
+        if self.content is not None:
+            result: dict[str, Any] = {"content": self.content}
+        else:
+            text = self.text if self.text is not None else json.dumps(self.structured, ensure_ascii=False)
+            result = {"content": [{"type": "text", "text": text}]}
+        if isinstance(self.structured, dict):
+            result["structuredContent"] = self.structured
+        result["isError"] = self.is_error
+        return result
+
+
+def _type_name(value: Any) -> str:
+    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}.get(
+        type(value), "null" if value is None else type(value).__name__
+    )
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """Turn pydantic's errors into one Spanish sentence a model can act on (seed 000's style)."""
+    missing: list[str] = []
+    unknown: list[str] = []
+    invalid: list[str] = []
+    for err in exc.errors():
+        where = ".".join(str(part) for part in err["loc"]) or "arguments"
+        if err["type"] == "missing":
+            missing.append(where)
+        elif err["type"] == "extra_forbidden":
+            unknown.append(where)
+        else:
+            got = _type_name(err.get("input"))
+            invalid.append(f"'{where}' ({err['msg']}; se recibió {got})")
+    parts = []
+    if missing:
+        parts.append("Faltan parámetros requeridos: " + ", ".join(missing))
+    if unknown:
+        parts.append("Parámetros desconocidos: " + ", ".join(unknown))
+    if invalid:
+        parts.append("Parámetros inválidos: " + ", ".join(invalid))
+    return ". ".join(parts)
+
+
+class ArgumentError(ToolError):
+    """The arguments do not match the tool's input schema."""
+
+
+@dataclass
+class Tool:
+    name: str
+    description: str
+    scope: str
+    input_model: type[BaseModel]
+    output_model: type[BaseModel] | None
+    handler: Callable[..., Any]
+    title: str | None = None
+    annotations: dict[str, bool] = field(default_factory=dict)
+    input_schema: dict[str, Any] = field(default_factory=dict)
+    output_schema: dict[str, Any] | None = None
+    meta: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if not TOOL_NAME_RE.match(self.name):
+            raise ValueError(f"invalid tool name {self.name!r}: 1-64 characters of [A-Za-z0-9_.-]")
+        if self.scope not in SCOPES:
+            raise ValueError(f"tool {self.name}: unknown scope {self.scope!r}")
+        if not self.input_schema:
+            self.input_schema = _clean_schema(self.input_model.model_json_schema())
+        if self.output_schema is None and self.output_model is not None:
+            self.output_schema = _clean_schema(self.output_model.model_json_schema())
+        self._is_async = inspect.iscoroutinefunction(self.handler)
+        self._sync_handler = None if self._is_async else sync_to_async(self.handler)
+
+    def definition(self) -> dict[str, Any]:
+        """The tool as `tools/list` shows it."""
+        data: dict[str, Any] = {"name": self.name}
+        if self.title:
+            data["title"] = self.title
+        data["description"] = self.description
+        data["inputSchema"] = self.input_schema
+        if self.output_schema is not None:
+            data["outputSchema"] = self.output_schema
+        if self.annotations:
+            data["annotations"] = {"title": self.title, **self.annotations} if self.title else self.annotations
+        if self.meta:
+            data["_meta"] = self.meta
+        return data
+
+    def parse_arguments(self, arguments: Any) -> BaseModel:
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise ArgumentError(f"Los argumentos deben ser un objeto JSON, se recibió {_type_name(arguments)}")
+        try:
+            return self.input_model.model_validate(arguments)
+        except ValidationError as exc:
+            raise ArgumentError(describe_validation_error(exc)) from None
+
+    async def call(self, arguments: Any, ctx: ToolContext) -> ToolResult:
+        """Validate, run, and shape the result. Raises ToolError for model-actionable failures."""
+        params = self.parse_arguments(arguments)
+        if self._is_async:
+            value = await self.handler(params, ctx)
+        else:
+            value = await self._sync_handler(params, ctx)
+        if isinstance(value, ToolResult):
+            return value
+        if isinstance(value, BaseModel):
+            value = value.model_dump(mode="json", exclude_none=True)
+        return ToolResult(structured=value)
+
+
+def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drop pydantic's decorative `title`s so the schema reads like a hand-written one."""
+    schema = dict(schema)
+    schema.pop("title", None)
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        schema["properties"] = {
+            k: {kk: vv for kk, vv in v.items() if kk != "title"} if isinstance(v, dict) else v
+            for k, v in props.items()
+        }
+    schema.setdefault("properties", {})
+    return schema
+
+
+class ToolProvider(Protocol):
+    """A source of tools that change at run time (for example, connected devices)."""
+
+    def tools(self) -> Iterable[Tool]: ...
+
+
+class ToolRegistry:
+    def __init__(self) -> None:
+        self._static: dict[str, Tool] = {}
+        self._providers: list[ToolProvider] = []
+        self._listeners: set[Callable[[], None]] = set()
+
+    def register(self, tool: Tool) -> Tool:
+        if tool.name in self._static:
+            raise ValueError(f"tool {tool.name!r} is already registered")
+        self._static[tool.name] = tool
+        return tool
+
+    def unregister(self, name: str) -> None:
+        self._static.pop(name, None)
+
+    def add_provider(self, provider: ToolProvider) -> None:
+        self._providers.append(provider)
+
+    def remove_provider(self, provider: ToolProvider) -> None:
+        self._providers.remove(provider)
+
+    def list_tools(self, scopes: Iterable[str] | None = None) -> list[Tool]:
+        """Every tool, in a stable order (declared ones first, then dynamic ones by name)."""
+        dynamic = sorted(
+            (t for provider in self._providers for t in provider.tools() if t.name not in self._static),
+            key=lambda t: t.name,
+        )
+        tools = [*self._static.values(), *dynamic]
+        if scopes is not None:
+            allowed = set(scopes)
+            tools = [t for t in tools if t.scope in allowed]
+        return tools
+
+    def get(self, name: str) -> Tool | None:
+        found = self._static.get(name)
+        if found is not None:
+            return found
+        for provider in self._providers:
+            for candidate in provider.tools():
+                if candidate.name == name:
+                    return candidate
+        return None
+
+    def subscribe(self, listener: Callable[[], None]) -> None:
+        self._listeners.add(listener)
+
+    def unsubscribe(self, listener: Callable[[], None]) -> None:
+        self._listeners.discard(listener)
+
+    def notify_changed(self) -> None:
+        """Tell every listening session that the tool set changed."""
+        for listener in list(self._listeners):
+            listener()
+
+
+registry = ToolRegistry()
+
+
+def tool(
+    *,
+    scope: str,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    read_only: bool = False,
+    destructive: bool = False,
+    idempotent: bool = False,
+    open_world: bool = False,
+    target: ToolRegistry | None = None,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declare a tool. The input model is the type of the first parameter, the output
+    model the return type; the description defaults to the docstring."""
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        hints = get_type_hints(func)
+        params = list(inspect.signature(func).parameters)
+        input_model = hints[params[0]]
+        output_model = hints.get("return")
+        if not (isinstance(output_model, type) and issubclass(output_model, BaseModel)):
+            output_model = None
+        annotations = {
+            "readOnlyHint": read_only,
+            "destructiveHint": destructive,
+            "idempotentHint": idempotent,
+            "openWorldHint": open_world,
+        }
+        (target or registry).register(
+            Tool(
+                name=name or func.__name__,
+                description=description or inspect.cleandoc(func.__doc__ or ""),
+                scope=scope,
+                input_model=input_model,
+                output_model=output_model,
+                handler=func,
+                title=title,
+                annotations=annotations,
+            )
+        )
+        return func
+
+    return decorate
