@@ -133,3 +133,6 @@ LOGGING = {
     "handlers": {"stderr": {"class": "logging.StreamHandler", "stream": "ext://sys.stderr"}},
     "root": {"handlers": ["stderr"], "level": os.environ.get("HOMEHUB_LOG_LEVEL", "INFO")},
 }
+
+# --- MCP --------------------------------------------------------------------------------
+MCP_MAX_MESSAGE_BYTES = int(os.environ.get("MCP_MAX_MESSAGE_BYTES", 4 * 1024 * 1024))

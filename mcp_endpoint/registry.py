@@ -107,9 +107,14 @@ class ToolResult:
 
 
 def _type_name(value: Any) -> str:
-    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}.get(
-        type(value), "null" if value is None else type(value).__name__
-    )
+    return {
+        bool: "boolean",
+        int: "integer",
+        float: "number",
+        str: "string",
+        list: "array",
+        dict: "object",
+    }.get(type(value), "null" if value is None else type(value).__name__)
 
 
 def describe_validation_error(exc: ValidationError) -> str:
@@ -176,7 +181,9 @@ class Tool:
         if self.output_schema is not None:
             data["outputSchema"] = self.output_schema
         if self.annotations:
-            data["annotations"] = {"title": self.title, **self.annotations} if self.title else self.annotations
+            data["annotations"] = (
+                {"title": self.title, **self.annotations} if self.title else self.annotations
+            )
         if self.meta:
             data["_meta"] = self.meta
         return data
@@ -185,7 +192,9 @@ class Tool:
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):
-            raise ArgumentError(f"Los argumentos deben ser un objeto JSON, se recibió {_type_name(arguments)}")
+            raise ArgumentError(
+                f"Los argumentos deben ser un objeto JSON, se recibió {_type_name(arguments)}"
+            )
         try:
             return self.input_model.model_validate(arguments)
         except ValidationError as exc:
@@ -207,16 +216,25 @@ class Tool:
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """Drop pydantic's decorative `title`s so the schema reads like a hand-written one."""
-    schema = dict(schema)
-    schema.pop("title", None)
-    props = schema.get("properties")
-    if isinstance(props, dict):
-        schema["properties"] = {
-            k: {kk: vv for kk, vv in v.items() if kk != "title"} if isinstance(v, dict) else v
-            for k, v in props.items()
-        }
-    schema.setdefault("properties", {})
-    return schema
+
+    def clean(node: Any) -> Any:
+        if not isinstance(node, dict):
+            return node
+        out = {k: v for k, v in node.items() if not (k == "title" and isinstance(v, str))}
+        for key in ("properties", "$defs"):  # mappings of name -> schema
+            if isinstance(out.get(key), dict):
+                out[key] = {name: clean(sub) for name, sub in out[key].items()}
+        for key in ("items", "additionalProperties", "not"):
+            if isinstance(out.get(key), dict):
+                out[key] = clean(out[key])
+        for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+            if isinstance(out.get(key), list):
+                out[key] = [clean(sub) for sub in out[key]]
+        return out
+
+    cleaned = clean(schema)
+    cleaned.setdefault("properties", {})
+    return cleaned
 
 
 class ToolProvider(Protocol):

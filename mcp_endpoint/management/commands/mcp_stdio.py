@@ -1,0 +1,36 @@
+import asyncio
+import contextlib
+import getpass
+import sys
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from mcp_endpoint.registry import SCOPES, Caller
+from mcp_endpoint.transports.simple import serve_simple
+from mcp_endpoint.transports.stdio import serve_stdio
+
+
+class Command(BaseCommand):
+    help = (
+        "Serve MCP over stdio: JSON-RPC 2.0, one message per line (default), or seed 000's "
+        "simplified line protocol with --protocol simple. Logs go to stderr."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--protocol", choices=["jsonrpc", "simple"], default="jsonrpc")
+        parser.add_argument(
+            "--scopes",
+            default=",".join(SCOPES),
+            help="Comma-separated scopes this server grants (default: all of %(default)s).",
+        )
+
+    def handle(self, *args, protocol: str = "jsonrpc", scopes: str = "", **options):
+        granted = frozenset(s.strip() for s in scopes.split(",") if s.strip())
+        unknown = granted - set(SCOPES)
+        if unknown:
+            raise CommandError(f"unknown scope(s): {', '.join(sorted(unknown))}")
+        caller = Caller(actor=f"{getpass.getuser()}@stdio", interface="mcp-stdio", scopes=granted)
+        serve = serve_simple if protocol == "simple" else serve_stdio
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(serve(caller, sys.stdin.buffer, sys.stdout.buffer, settings.MCP_MAX_MESSAGE_BYTES))

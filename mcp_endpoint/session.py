@@ -1,0 +1,425 @@
+"""The MCP engine: one server-side conversation, whatever carries it.
+
+A transport creates a `ServerSession` with the caller's identity and a `send` coroutine,
+then feeds it messages: stream transports (stdio, WebSocket) call `receive()` per frame
+and get responses through `send`, with slow requests running concurrently so `ping` and
+cancellations are never stuck behind a tool; request/response transports (HTTP) call
+`handle()` and get the response back. The engine knows nothing of transports, and tools
+know nothing of the engine.
+
+Both eras of the protocol are served:
+- the handshake era (`initialize`, 2024-11-05 .. 2025-11-25), with per-session state;
+- the stateless 2026-07-28 revision, recognised by the protocol version every request
+  carries in `params._meta`; such requests need no `initialize`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp_endpoint import jsonrpc
+from mcp_endpoint.jsonrpc import JsonRpcError
+from mcp_endpoint.registry import Caller, ToolContext, ToolError, ToolRegistry, ToolResult, registry
+
+logger = logging.getLogger(__name__)
+
+SERVER_NAME = "homehub"
+SERVER_VERSION = "0.1.0"
+HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")  # newest first
+STATELESS_VERSIONS = ("2026-07-28",)
+SUPPORTED_VERSIONS = (*STATELESS_VERSIONS, *HANDSHAKE_VERSIONS)
+BATCH_VERSION = "2025-03-26"  # the only revision whose transports require JSON-RPC batches
+
+META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
+META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
+META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+TOOLS_PAGE_SIZE = 100
+LIST_TTL_MS = 60_000
+
+INSTRUCTIONS = (
+    "HomeHub runs a home: lights (salon, cocina, dormitorio, bano, garage), an alarm, "
+    "presence of known people, sensors and ESP32 devices, and validates and renders "
+    "Guatemalan FEL invoices. Read the state with get_all_states (or get_presence, "
+    "get_alarm_status, list_lights_on) before changing it with set_light_state or "
+    "set_alarm_state. Tool results are JSON; errors explain what to fix. Every change is "
+    "audited under your identity."
+)
+
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+def server_info() -> dict[str, str]:
+    return {"name": SERVER_NAME, "title": "HomeHub", "version": SERVER_VERSION}
+
+
+@dataclass
+class SessionState:
+    """What the handshake era remembers between requests (serialisable, so an HTTP
+    session can live in the database and be served by any process)."""
+
+    initialized: bool = False
+    protocol_version: str | None = None
+    client_info: dict[str, Any] = field(default_factory=dict)
+    client_capabilities: dict[str, Any] = field(default_factory=dict)
+    log_level: str = "info"
+
+
+@dataclass
+class RequestContext:
+    """One request as the handlers see it."""
+
+    request_id: jsonrpc.RequestId
+    method: str
+    params: dict[str, Any]
+    notify: Send
+    stateless: bool
+    log_level: str
+
+    @property
+    def progress_token(self) -> Any:
+        meta = self.params.get("_meta")
+        return meta.get("progressToken") if isinstance(meta, dict) else None
+
+
+# Requests answered inline, in arrival order: cheap, and ordering matters (a pipelined
+# `initialize` must be done before the `tools/list` behind it is looked at).
+INLINE_METHODS = frozenset({"initialize", "ping", "server/discover", "tools/list", "logging/setLevel"})
+
+
+class ServerSession:
+    def __init__(
+        self,
+        caller: Caller,
+        send: Send,
+        *,
+        tools: ToolRegistry = registry,
+        state: SessionState | None = None,
+    ) -> None:
+        self.caller = caller
+        self.send = send
+        self.tools = tools
+        self.state = state or SessionState()
+        self._in_flight: dict[jsonrpc.RequestId, asyncio.Task] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._listening = False
+
+    # --- entry points for transports ---------------------------------------------------
+
+    async def receive(self, raw: str | bytes | Any, *, parsed: bool = False) -> None:
+        """Stream transports: take one frame; every answer goes out through `send`."""
+        try:
+            message = raw if parsed else jsonrpc.parse(raw)
+        except JsonRpcError as exc:
+            await self.send(jsonrpc.error_response(None, exc))
+            return
+        if isinstance(message, dict) and message.get("method") not in INLINE_METHODS and "id" in message:
+            request_id = message.get("id")
+            if jsonrpc.is_valid_id(request_id) and "method" in message:
+                if request_id in self._in_flight:
+                    error = JsonRpcError(
+                        jsonrpc.INVALID_REQUEST, f"Request id {request_id!r} is already in use"
+                    )
+                    await self.send(jsonrpc.error_response(request_id, error))
+                    return
+                task = asyncio.ensure_future(self._answer(message))
+                self._in_flight[request_id] = task
+                task.add_done_callback(lambda _t, rid=request_id: self._in_flight.pop(rid, None))
+                return
+        await self._answer(message)
+
+    async def _answer(self, message: Any) -> None:
+        response = await self.handle(message)
+        if response is not None:
+            await self.send(response)
+
+    async def handle(self, message: Any, *, notify: Send | None = None) -> dict | list | None:
+        """One parsed message (or batch) in, its response out (None when nothing is owed)."""
+        notify = notify or self.send
+        if isinstance(message, list):
+            return await self._handle_batch(message, notify)
+        return await self._handle_one(message, notify)
+
+    async def drain(self) -> None:
+        """Wait for every request still running (end of input on stdio)."""
+        while self._in_flight:
+            await asyncio.gather(*list(self._in_flight.values()), return_exceptions=True)
+
+    async def close(self) -> None:
+        """The transport is gone: cancel what runs and stop listening for changes."""
+        for task in list(self._in_flight.values()):
+            task.cancel()
+        if self._listening:
+            self.tools.unsubscribe(self._on_tools_changed)
+            self._listening = False
+
+    # --- dispatch --------------------------------------------------------------------------
+
+    async def _handle_batch(self, batch: list, notify: Send) -> list | dict | None:
+        if self.state.protocol_version != BATCH_VERSION:
+            version = self.state.protocol_version or "this session"
+            return jsonrpc.error_response(
+                None,
+                JsonRpcError(
+                    jsonrpc.INVALID_REQUEST,
+                    f"Invalid Request: JSON-RPC batches are only supported in protocol version "
+                    f"{BATCH_VERSION}, not {version}",
+                ),
+            )
+        if not batch:
+            return jsonrpc.error_response(
+                None, JsonRpcError(jsonrpc.INVALID_REQUEST, "Invalid Request: empty batch")
+            )
+        answers = await asyncio.gather(*(self._handle_one(item, notify) for item in batch))
+        responses = [answer for answer in answers if answer is not None]
+        return responses or None
+
+    async def _handle_one(self, message: Any, notify: Send) -> dict | None:
+        try:
+            kind = jsonrpc.classify(message)
+        except JsonRpcError as exc:
+            request_id = message.get("id") if isinstance(message, dict) else None
+            return jsonrpc.error_response(request_id if jsonrpc.is_valid_id(request_id) else None, exc)
+        if kind == "response":
+            logger.debug("ignoring a response from the client: %s", message.get("id"))
+            return None
+        params = message.get("params") or {}
+        if kind == "notification":
+            await self._on_notification(message["method"], params if isinstance(params, dict) else {})
+            return None
+        request_id = message["id"]
+        try:
+            if not isinstance(params, dict):
+                raise JsonRpcError(jsonrpc.INVALID_PARAMS, "Invalid params: 'params' must be an object")
+            ctx = self._request_context(request_id, message["method"], params, notify)
+            result = await self._dispatch(ctx)
+            if ctx.stateless and isinstance(result, dict):
+                result.setdefault("resultType", "complete")
+            return jsonrpc.result_response(request_id, result)
+        except JsonRpcError as exc:
+            return jsonrpc.error_response(request_id, exc)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.exception("internal error handling %s", message.get("method"))
+            return jsonrpc.error_response(request_id, JsonRpcError(jsonrpc.INTERNAL_ERROR, "Internal error"))
+
+    def _request_context(
+        self, request_id: jsonrpc.RequestId, method: str, params: dict[str, Any], notify: Send
+    ) -> RequestContext:
+        meta = params.get("_meta")
+        meta = meta if isinstance(meta, dict) else {}
+        version = meta.get(META_PROTOCOL_VERSION)
+        stateless = version is not None
+        log_level = self.state.log_level
+        if stateless:
+            if version not in STATELESS_VERSIONS:
+                raise JsonRpcError(
+                    jsonrpc.UNSUPPORTED_PROTOCOL_VERSION,
+                    f"Unsupported protocol version: {version}",
+                    {"supported": list(SUPPORTED_VERSIONS), "requested": version},
+                )
+            level = meta.get(META_LOG_LEVEL)
+            log_level = level if level in LOG_LEVELS else "emergency"  # no level asked: no logs
+        elif method not in ("initialize", "ping", "server/discover") and not self.state.initialized:
+            raise JsonRpcError(
+                jsonrpc.INVALID_REQUEST,
+                f"Invalid Request: session not initialized; send 'initialize' before '{method}'",
+            )
+        return RequestContext(request_id, method, params, notify, stateless, log_level)
+
+    async def _dispatch(self, ctx: RequestContext) -> dict[str, Any]:
+        handler = self._handlers.get(ctx.method)
+        if handler is None:
+            raise JsonRpcError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {ctx.method}")
+        return await handler(self, ctx)
+
+    async def _on_notification(self, method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/initialized":
+            self.state.initialized = True
+        elif method == "notifications/cancelled":
+            task = self._in_flight.get(params.get("requestId"))  # type: ignore[arg-type]
+            if task is not None:
+                task.cancel()  # a cancelled request gets no response, as the spec asks
+        else:
+            logger.debug("ignoring notification %s", method)
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    async def _initialize(self, ctx: RequestContext) -> dict[str, Any]:
+        requested = ctx.params.get("protocolVersion")
+        version = requested if requested in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[0]
+        info = ctx.params.get("clientInfo")
+        caps = ctx.params.get("capabilities")
+        self.state.protocol_version = version
+        self.state.client_info = info if isinstance(info, dict) else {}
+        self.state.client_capabilities = caps if isinstance(caps, dict) else {}
+        # Tolerate clients that send requests before `notifications/initialized`.
+        self.state.initialized = True
+        self._listen_for_changes()
+        return {
+            "protocolVersion": version,
+            "capabilities": self.capabilities(),
+            "serverInfo": server_info(),
+            "instructions": INSTRUCTIONS,
+        }
+
+    async def _discover(self, ctx: RequestContext) -> dict[str, Any]:
+        return {
+            "supportedVersions": list(SUPPORTED_VERSIONS),
+            "capabilities": self.capabilities(),
+            "instructions": INSTRUCTIONS,
+            "ttlMs": LIST_TTL_MS,
+            "cacheScope": "private",
+            "_meta": {META_SERVER_INFO: server_info()},
+        }
+
+    def capabilities(self) -> dict[str, Any]:
+        return {"tools": {"listChanged": True}, "logging": {}}
+
+    async def _ping(self, ctx: RequestContext) -> dict[str, Any]:
+        return {}
+
+    async def _set_level(self, ctx: RequestContext) -> dict[str, Any]:
+        level = ctx.params.get("level")
+        if level not in LOG_LEVELS:
+            raise JsonRpcError(
+                jsonrpc.INVALID_PARAMS, f"Invalid params: 'level' must be one of {', '.join(LOG_LEVELS)}"
+            )
+        self.state.log_level = level
+        return {}
+
+    def _listen_for_changes(self) -> None:
+        if not self._listening:
+            self._loop = asyncio.get_running_loop()
+            self.tools.subscribe(self._on_tools_changed)
+            self._listening = True
+
+    def _on_tools_changed(self) -> None:
+        """Registry listener; may be called from any thread."""
+        if self._loop is None or self._loop.is_closed():
+            return
+        message = jsonrpc.notification("notifications/tools/list_changed")
+        self._loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self._send_quietly(message)))
+
+    async def _send_quietly(self, message: dict[str, Any]) -> None:
+        try:
+            await self.send(message)
+        except Exception:  # the transport went away; close() will follow
+            logger.debug("could not deliver %s", message.get("method"))
+
+    # --- tools -------------------------------------------------------------------------
+
+    async def _list_tools(self, ctx: RequestContext) -> dict[str, Any]:
+        tools = self.tools.list_tools(self.caller.scopes)
+        start = _decode_cursor(ctx.params.get("cursor"))
+        page = tools[start : start + TOOLS_PAGE_SIZE]
+        result: dict[str, Any] = {"tools": [t.definition() for t in page]}
+        if start + TOOLS_PAGE_SIZE < len(tools):
+            result["nextCursor"] = _encode_cursor(start + TOOLS_PAGE_SIZE)
+        if ctx.stateless:
+            result["ttlMs"] = LIST_TTL_MS
+            result["cacheScope"] = "private"
+        return result
+
+    async def _call_tool(self, ctx: RequestContext) -> dict[str, Any]:
+        name = ctx.params.get("name")
+        if not isinstance(name, str) or not name:
+            raise JsonRpcError(
+                jsonrpc.INVALID_PARAMS, "Invalid params: 'name' (the tool to call) is required"
+            )
+        tool = self.tools.get(name)
+        if tool is None:
+            raise JsonRpcError(jsonrpc.INVALID_PARAMS, f"Unknown tool: {name}")
+        if tool.scope not in self.caller.scopes:
+            raise JsonRpcError(
+                jsonrpc.FORBIDDEN,
+                f"Insufficient scope: tool '{name}' requires the '{tool.scope}' scope",
+                {"requiredScope": tool.scope},
+            )
+        tool_ctx = ToolContext(
+            caller=self.caller,
+            send_progress=self._progress_sender(ctx),
+            send_log=self._log_sender(ctx),
+        )
+        outcome = await run_tool(tool, ctx.params.get("arguments"), tool_ctx)
+        return outcome.as_mcp()
+
+    def _progress_sender(self, ctx: RequestContext):
+        token = ctx.progress_token
+
+        async def send_progress(progress: float, total: float | None, message: str | None) -> None:
+            if token is None:
+                return
+            params: dict[str, Any] = {"progressToken": token, "progress": progress}
+            if total is not None:
+                params["total"] = total
+            if message:
+                params["message"] = message
+            await ctx.notify(jsonrpc.notification("notifications/progress", params))
+
+        return send_progress
+
+    def _log_sender(self, ctx: RequestContext):
+        threshold = LOG_LEVELS.index(ctx.log_level)
+
+        async def send_log(level: str, data: Any) -> None:
+            if level in LOG_LEVELS and LOG_LEVELS.index(level) >= threshold:
+                params = {"level": level, "logger": SERVER_NAME, "data": data}
+                await ctx.notify(jsonrpc.notification("notifications/message", params))
+
+        return send_log
+
+    _handlers: dict[str, Callable[[ServerSession, RequestContext], Awaitable[dict[str, Any]]]] = {
+        "initialize": _initialize,
+        "server/discover": _discover,
+        "ping": _ping,
+        "logging/setLevel": _set_level,
+        "tools/list": _list_tools,
+        "tools/call": _call_tool,
+    }
+
+
+async def run_tool(tool, arguments: Any, ctx: ToolContext) -> ToolResult:
+    """Run one tool call; failures the model can act on become `isError` results."""
+    try:
+        return await tool.call(arguments, ctx)
+    except ToolError as exc:
+        return ToolResult(structured=exc.structured, is_error=True, text=_error_text(exc))
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        logger.exception("tool %s failed", tool.name)
+        return ToolResult(is_error=True, text=f"Error interno al ejecutar la herramienta '{tool.name}'")
+
+
+def _error_text(exc: ToolError) -> str:
+    if exc.structured is not None:
+        return json.dumps(exc.structured, ensure_ascii=False)
+    return exc.message
+
+
+def _encode_cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"o": offset}).encode()).decode()
+
+
+def _decode_cursor(cursor: Any) -> int:
+    if cursor is None:
+        return 0
+    try:
+        offset = json.loads(base64.urlsafe_b64decode(str(cursor).encode()))["o"]
+        if isinstance(offset, int) and offset >= 0:
+            return offset
+    except (ValueError, KeyError, TypeError, binascii.Error):
+        pass
+    raise JsonRpcError(jsonrpc.INVALID_PARAMS, "Invalid params: unknown or malformed cursor")

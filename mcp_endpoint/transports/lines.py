@@ -1,0 +1,77 @@
+"""Newline-delimited messages on a byte stream (stdin), with a size limit per line."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import BinaryIO
+
+CHUNK = 1 << 16
+
+
+class LineTooLong(Exception):
+    """A line exceeded the limit; it has been skipped up to its end."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"message larger than {limit} bytes")
+        self.limit = limit
+
+
+async def _chunks(stream: BinaryIO) -> AsyncIterator[bytes]:
+    loop = asyncio.get_running_loop()
+    try:
+        reader = asyncio.StreamReader(limit=CHUNK)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stream)
+    except (ValueError, OSError):
+        # Regular files (`< file`) cannot be watched by the event loop: read in a thread.
+        while chunk := await loop.run_in_executor(None, stream.read1, CHUNK):
+            yield chunk
+        return
+    while chunk := await reader.read(CHUNK):
+        yield chunk
+
+
+async def read_lines(stream: BinaryIO, max_bytes: int) -> AsyncIterator[bytes | LineTooLong]:
+    """Yield each line (without its newline), or a LineTooLong in place of an oversized one.
+
+    An oversized line never sits in memory whole: its bytes are dropped as they arrive.
+    """
+    buffer = bytearray()
+    skipping = False
+    async for chunk in _chunks(stream):
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            if end < 0:
+                if not skipping:
+                    buffer += chunk[start:]
+                    if len(buffer) > max_bytes:
+                        buffer.clear()
+                        skipping = True
+                break
+            if skipping:
+                skipping = False
+                yield LineTooLong(max_bytes)
+            else:
+                buffer += chunk[start:end]
+                if len(buffer) > max_bytes:
+                    yield LineTooLong(max_bytes)
+                elif buffer.strip():
+                    yield bytes(buffer)
+                buffer.clear()
+            start = end + 1
+    if skipping:
+        yield LineTooLong(max_bytes)
+    elif buffer.strip():
+        yield bytes(buffer)
+
+
+class LineWriter:
+    """Writes one message per line and flushes, so the peer sees it at once."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> None:
+        self.stream.write(text.encode() + b"\n")
+        self.stream.flush()

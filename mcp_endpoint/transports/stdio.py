@@ -1,0 +1,29 @@
+"""MCP over stdio: one JSON-RPC message per line; stdout carries nothing else."""
+
+from __future__ import annotations
+
+from typing import Any, BinaryIO
+
+from mcp_endpoint import jsonrpc
+from mcp_endpoint.registry import Caller
+from mcp_endpoint.session import ServerSession
+from mcp_endpoint.transports.lines import LineTooLong, LineWriter, read_lines
+
+
+async def serve_stdio(caller: Caller, stdin: BinaryIO, stdout: BinaryIO, max_bytes: int) -> None:
+    writer = LineWriter(stdout)
+
+    async def send(message: dict[str, Any]) -> None:
+        writer.write(jsonrpc.dumps(message))
+
+    session = ServerSession(caller, send)
+    try:
+        async for line in read_lines(stdin, max_bytes):
+            if isinstance(line, LineTooLong):
+                error = jsonrpc.JsonRpcError(jsonrpc.INVALID_REQUEST, f"Invalid Request: {line}")
+                await send(jsonrpc.error_response(None, error))
+                continue
+            await session.receive(line)
+        await session.drain()
+    finally:
+        await session.close()

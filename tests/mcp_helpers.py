@@ -1,0 +1,48 @@
+"""Drive a ServerSession in-process, the way a transport would."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from mcp_endpoint.registry import Caller, ToolRegistry, registry
+from mcp_endpoint.session import ServerSession
+
+ALL = frozenset({"read", "control", "fel", "devices"})
+LEGACY_INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
+MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+
+
+class Peer:
+    """A client end: collects what the session sends."""
+
+    def __init__(self, scopes=ALL, tools: ToolRegistry = registry) -> None:
+        self.sent: list[dict[str, Any]] = []
+        self.session = ServerSession(
+            Caller("tester", "mcp-stdio", frozenset(scopes)), self._send, tools=tools
+        )
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        self.sent.append(message)
+
+    async def request(self, method: str, params: dict | None = None, id: int = 1) -> dict:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
+        if params is not None:
+            message["params"] = params
+        return await self.session.handle(message)
+
+    async def initialize(self, version: str = "2025-11-25") -> dict:
+        return await self.request("initialize", {"protocolVersion": version, "capabilities": {}}, id=0)
+
+    async def call(self, name: str, arguments: Any = None, id: int = 1, **params: Any) -> dict:
+        return await self.request("tools/call", {"name": name, "arguments": arguments, **params}, id=id)
+
+    async def wait_for(self, predicate, timeout: float = 5.0) -> dict:
+        async def poll():
+            while True:
+                for message in self.sent:
+                    if predicate(message):
+                        return message
+                await asyncio.sleep(0.01)
+
+        return await asyncio.wait_for(poll(), timeout)
