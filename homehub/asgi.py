@@ -1,4 +1,8 @@
-"""ASGI entry point: Django for HTTP, Channels for WebSockets (`daphne homehub.asgi:application`)."""
+"""ASGI entry point (`daphne homehub.asgi:application`).
+
+HTTP: `/mcp` goes straight to the MCP Streamable HTTP app (no Django middleware on the
+hot path); everything else to Django. WebSockets: Channels' routes of every app.
+"""
 
 import os
 
@@ -11,10 +15,20 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set u
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from homehub.routing import websocket_urlpatterns  # noqa: E402
+from mcp_endpoint.transports.http import StreamableHttpApp  # noqa: E402
+
+mcp_http_app = StreamableHttpApp()
+MCP_PATHS = {"/mcp", "/mcp/"}
+
+
+async def http_router(scope, receive, send):
+    app = mcp_http_app if scope.get("path") in MCP_PATHS else django_asgi_app
+    await app(scope, receive, send)
+
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": http_router,
         "websocket": AuthMiddlewareStack(URLRouter(websocket_urlpatterns)),
     }
 )

@@ -109,6 +109,21 @@ MQTT_KEYFILE = os.environ.get("MQTT_KEYFILE", "")
 
 # --- FEL --------------------------------------------------------------------------------
 FEL_ROOT = Path(os.environ.get("FEL_ROOT", BASE_DIR / "data")).resolve()
+# PDF branding (seed 002 section 5); fel_render's logo_path/theme override them per call.
+# FEL_LOGO_PATH: an image inside FEL_ROOT (empty: a monogram of the emisor's name).
+# FEL_THEME: azul, verde, vino, grafito, or a #RRGGBB colour.
+FEL_LOGO_PATH = os.environ.get("FEL_LOGO_PATH", "")
+FEL_THEME = os.environ.get("FEL_THEME", "azul")
+FEL_WEBSITE = os.environ.get("FEL_WEBSITE", "")
+FEL_PHONE = os.environ.get("FEL_PHONE", "")
+FEL_EMAIL = os.environ.get("FEL_EMAIL", "")
+# Larger XML files are refused before parsing (the 45-item sample is 45 KB).
+FEL_MAX_XML_BYTES = int(os.environ.get("FEL_MAX_XML_BYTES", str(2 * 1024 * 1024)))
+# Where PDFs go when the call names no place (relative to FEL_ROOT): fel_render writes
+# <dir>/<xml name>.pdf, fel_batch writes into <dir>/. The default is seed 002's data/out.
+FEL_OUTPUT_DIR = os.environ.get("FEL_OUTPUT_DIR", "out")
+# Processes for fel_batch (0: one per core).
+FEL_BATCH_WORKERS = int(os.environ.get("FEL_BATCH_WORKERS", "0"))
 
 # --- Auth, i18n, static -------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
@@ -136,3 +151,8 @@ LOGGING = {
 
 # --- MCP --------------------------------------------------------------------------------
 MCP_MAX_MESSAGE_BYTES = int(os.environ.get("MCP_MAX_MESSAGE_BYTES", 4 * 1024 * 1024))
+MCP_SESSION_IDLE_SECONDS = int(os.environ.get("MCP_SESSION_IDLE_SECONDS", 3600))
+# Origins allowed to call /mcp and /ws/mcp/ besides the hub's own hosts (comma-separated).
+MCP_ALLOWED_ORIGINS = env_list("MCP_ALLOWED_ORIGINS", "")
+# Answer POSTed requests with plain JSON instead of a one-event SSE stream.
+MCP_HTTP_JSON_RESPONSE = env_bool("MCP_HTTP_JSON_RESPONSE", False)

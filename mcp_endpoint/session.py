@@ -72,7 +72,7 @@ class SessionState:
     protocol_version: str | None = None
     client_info: dict[str, Any] = field(default_factory=dict)
     client_capabilities: dict[str, Any] = field(default_factory=dict)
-    log_level: str = "info"
+    log_level: str | None = None  # no log notifications until the client asks with logging/setLevel
 
 
 @dataclass
@@ -84,13 +84,16 @@ class RequestContext:
     params: dict[str, Any]
     notify: Send
     stateless: bool
-    log_level: str
+    log_level: str | None
 
     @property
     def progress_token(self) -> Any:
         meta = self.params.get("_meta")
         return meta.get("progressToken") if isinstance(meta, dict) else None
 
+
+# Methods the stateless revision removed (it uses per-request `_meta` instead).
+HANDSHAKE_ONLY_METHODS = frozenset({"initialize", "ping", "logging/setLevel"})
 
 # Requests answered inline, in arrival order: cheap, and ordering matters (a pipelined
 # `initialize` must be done before the `tools/list` behind it is looked at).
@@ -205,6 +208,7 @@ class ServerSession:
             result = await self._dispatch(ctx)
             if ctx.stateless and isinstance(result, dict):
                 result.setdefault("resultType", "complete")
+                result.setdefault("_meta", {}).setdefault(META_SERVER_INFO, server_info())
             return jsonrpc.result_response(request_id, result)
         except JsonRpcError as exc:
             return jsonrpc.error_response(request_id, exc)
@@ -223,6 +227,12 @@ class ServerSession:
         stateless = version is not None
         log_level = self.state.log_level
         if stateless:
+            if not isinstance(version, str) or not isinstance(meta.get(META_CLIENT_CAPABILITIES), dict):
+                raise JsonRpcError(
+                    jsonrpc.INVALID_PARAMS,
+                    "Invalid params: params._meta must carry the protocol version and the client "
+                    f"capabilities ('{META_PROTOCOL_VERSION}', '{META_CLIENT_CAPABILITIES}')",
+                )
             if version not in STATELESS_VERSIONS:
                 raise JsonRpcError(
                     jsonrpc.UNSUPPORTED_PROTOCOL_VERSION,
@@ -230,7 +240,7 @@ class ServerSession:
                     {"supported": list(SUPPORTED_VERSIONS), "requested": version},
                 )
             level = meta.get(META_LOG_LEVEL)
-            log_level = level if level in LOG_LEVELS else "emergency"  # no level asked: no logs
+            log_level = level if level in LOG_LEVELS else None  # no level asked: no logs
         elif method not in ("initialize", "ping", "server/discover") and not self.state.initialized:
             raise JsonRpcError(
                 jsonrpc.INVALID_REQUEST,
@@ -240,7 +250,7 @@ class ServerSession:
 
     async def _dispatch(self, ctx: RequestContext) -> dict[str, Any]:
         handler = self._handlers.get(ctx.method)
-        if handler is None:
+        if handler is None or (ctx.stateless and ctx.method in HANDSHAKE_ONLY_METHODS):
             raise JsonRpcError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {ctx.method}")
         return await handler(self, ctx)
 
@@ -266,7 +276,7 @@ class ServerSession:
         self.state.client_capabilities = caps if isinstance(caps, dict) else {}
         # Tolerate clients that send requests before `notifications/initialized`.
         self.state.initialized = True
-        self._listen_for_changes()
+        self.listen_for_changes()
         return {
             "protocolVersion": version,
             "capabilities": self.capabilities(),
@@ -281,7 +291,6 @@ class ServerSession:
             "instructions": INSTRUCTIONS,
             "ttlMs": LIST_TTL_MS,
             "cacheScope": "private",
-            "_meta": {META_SERVER_INFO: server_info()},
         }
 
     def capabilities(self) -> dict[str, Any]:
@@ -299,7 +308,8 @@ class ServerSession:
         self.state.log_level = level
         return {}
 
-    def _listen_for_changes(self) -> None:
+    def listen_for_changes(self) -> None:
+        """Forward tool-set changes to this session's client (until `close()`)."""
         if not self._listening:
             self._loop = asyncio.get_running_loop()
             self.tools.subscribe(self._on_tools_changed)
@@ -371,7 +381,7 @@ class ServerSession:
         return send_progress
 
     def _log_sender(self, ctx: RequestContext):
-        threshold = LOG_LEVELS.index(ctx.log_level)
+        threshold = LOG_LEVELS.index(ctx.log_level) if ctx.log_level else len(LOG_LEVELS)
 
         async def send_log(level: str, data: Any) -> None:
             if level in LOG_LEVELS and LOG_LEVELS.index(level) >= threshold:

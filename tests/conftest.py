@@ -35,3 +35,59 @@ def live_env(transactional_db):
     env["DATABASE_URL"] = url
     env.pop("REDIS_URL", None)
     return env
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def daphne_server(live_env):
+    """A real daphne serving the hub on a free loopback port, over the test database."""
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    import httpx
+
+    port = free_port()
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "homehub.asgi:application"],
+        cwd=root,
+        env=live_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            httpx.get(base + "/.well-known/oauth-protected-resource", timeout=1)
+            break
+        except httpx.HTTPError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError("daphne did not start: " + proc.stderr.read().decode()[-2000:]) from None
+            time.sleep(0.1)
+    yield base
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture
+def make_token(transactional_db):
+    from mcp_endpoint.tokens import create_token
+
+    def make(scopes=("read", "control", "fel", "devices"), name="agent", **kwargs) -> str:
+        return create_token(name, list(scopes), **kwargs)[1]
+
+    return make

@@ -10,7 +10,10 @@ from mcp_endpoint.session import ServerSession
 
 ALL = frozenset({"read", "control", "fel", "devices"})
 LEGACY_INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
-MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
 
 
 class Peer:

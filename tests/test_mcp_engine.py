@@ -216,12 +216,29 @@ def test_server_discover():
     assert result["capabilities"]["tools"]["listChanged"] is True
     assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "homehub"
     assert result["resultType"] == "complete"
+    assert result["cacheScope"] == "private"
     assert {"ttlMs", "cacheScope", "instructions"} <= result.keys()
+
+
+def test_stateless_envelope_is_checked_and_handshake_methods_are_gone():
+    async def scenario():
+        peer = Peer()
+        no_caps = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+        return (
+            await peer.request("tools/list", {"_meta": no_caps}),
+            await peer.request("ping", {"_meta": MODERN_META}),
+            await peer.request("logging/setLevel", {"level": "info", "_meta": MODERN_META}),
+        )
+
+    no_caps, ping, set_level = run(scenario)
+    assert no_caps["error"]["code"] == jsonrpc.INVALID_PARAMS
+    assert ping["error"]["code"] == jsonrpc.METHOD_NOT_FOUND
+    assert set_level["error"]["code"] == jsonrpc.METHOD_NOT_FOUND
 
 
 def test_unsupported_modern_version_is_32022():
     async def scenario():
-        meta = {"io.modelcontextprotocol/protocolVersion": "2099-01-01"}
+        meta = {**MODERN_META, "io.modelcontextprotocol/protocolVersion": "2099-01-01"}
         return await Peer().request("tools/list", {"_meta": meta})
 
     error = run(scenario)["error"]

@@ -1,0 +1,59 @@
+from django import forms
+from django.contrib import admin, messages
+
+from mcp_endpoint.models import AccessToken
+from mcp_endpoint.registry import SCOPES
+from mcp_endpoint.tokens import create_token
+
+
+class AccessTokenForm(forms.ModelForm):
+    scopes = forms.MultipleChoiceField(choices=[(s, s) for s in SCOPES], widget=forms.CheckboxSelectMultiple)
+
+    class Meta:
+        model = AccessToken
+        fields = ["name", "owner", "scopes", "expires_at", "revoked"]
+
+
+@admin.register(AccessToken)
+class AccessTokenAdmin(admin.ModelAdmin):
+    """Tokens are created here with a fresh secret, shown once in a message; only its hash is kept."""
+
+    form = AccessTokenForm
+    list_display = [
+        "name",
+        "key_id",
+        "owner",
+        "scope_list",
+        "created_at",
+        "last_used_at",
+        "expires_at",
+        "revoked",
+    ]
+    list_filter = ["revoked"]
+    search_fields = ["name", "key_id", "owner__username"]
+    readonly_fields = ["key_id", "created_at", "last_used_at"]
+    actions = ["revoke"]
+
+    @admin.display(description="scopes")
+    def scope_list(self, obj: AccessToken) -> str:
+        return ", ".join(obj.scopes)
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        token, secret = create_token(
+            obj.name, form.cleaned_data["scopes"], owner=obj.owner, expires_at=obj.expires_at
+        )
+        obj.pk = token.pk
+        obj.refresh_from_db()
+        self.message_user(
+            request,
+            f"Token for {token.name!r}: {secret} — copy it now, it is not shown again.",
+            messages.WARNING,
+        )
+
+    @admin.action(description="Revoke selected tokens")
+    def revoke(self, request, queryset):
+        count = queryset.update(revoked=True)
+        self.message_user(request, f"{count} token(s) revoked.", messages.SUCCESS)

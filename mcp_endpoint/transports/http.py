@@ -1,0 +1,463 @@
+"""MCP Streamable HTTP at `/mcp`, as a bare ASGI app (no Django middleware on the hot path).
+
+- POST carries one JSON-RPC message (or a 2025-03-26 batch). Notifications and responses
+  get 202; requests get a short SSE stream (priming event, any progress or log
+  notifications, then the response), or plain JSON with MCP_HTTP_JSON_RESPONSE.
+- Handshake-era sessions (`Mcp-Session-Id`) live in the database, bound to the token that
+  created them, so any hub process can serve any request. 2026-07-28 requests are stateless.
+- GET opens the server-to-client stream of a session (tool list changes); DELETE ends it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import dataclasses
+import logging
+import secrets
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from mcp_endpoint import http_sessions, jsonrpc
+from mcp_endpoint.jsonrpc import JsonRpcError
+from mcp_endpoint.registry import Caller
+from mcp_endpoint.session import (
+    META_PROTOCOL_VERSION,
+    STATELESS_VERSIONS,
+    SUPPORTED_VERSIONS,
+    ServerSession,
+)
+from mcp_endpoint.tokens import aauthenticate, bearer_token
+from mcp_endpoint.transports.asgi_http import (
+    BodyTooLarge,
+    Request,
+    origin_allowed,
+    read_body,
+    respond,
+    respond_json,
+)
+
+logger = logging.getLogger(__name__)
+
+INTERFACE = "mcp-http"
+KEEPALIVE_SECONDS = 15.0
+RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource/mcp"
+
+acreate_session = sync_to_async(http_sessions.create)
+aload_session = sync_to_async(http_sessions.load)
+asave_session = sync_to_async(http_sessions.save)
+aend_session = sync_to_async(http_sessions.end)
+
+
+def _error_body(code: int, message: str, request_id: Any = None) -> dict[str, Any]:
+    return jsonrpc.error_response(request_id, JsonRpcError(code, message))
+
+
+def _accepts(accept: str, media_type: str) -> bool:
+    kinds = {part.split(";")[0].strip().lower() for part in accept.split(",")}
+    return media_type in kinds or "*/*" in kinds or f"{media_type.split('/')[0]}/*" in kinds
+
+
+def _sse_event(data: dict[str, Any], event_id: str) -> bytes:
+    return f"event: message\nid: {event_id}\ndata: {jsonrpc.dumps(data)}\n\n".encode()
+
+
+class SseStream:
+    """One response stream; started lazily so a lone result goes out in one write."""
+
+    def __init__(self, send, headers: list[tuple[str, str]], *, priming: bool = True) -> None:
+        self._send = send
+        self._headers = headers
+        self._priming_enabled = priming
+        self._stream_id = secrets.token_hex(4)
+        self._count = 0
+        self.started = False
+
+    def _next_id(self) -> str:
+        self._count += 1
+        return f"{self._stream_id}-{self._count}"
+
+    def _start_message(self) -> dict[str, Any]:
+        headers = [
+            (b"content-type", b"text/event-stream"),
+            (b"cache-control", b"no-cache, no-transform"),
+            (b"x-accel-buffering", b"no"),
+            *((k.encode("latin-1"), v.encode("latin-1")) for k, v in self._headers),
+        ]
+        return {"type": "http.response.start", "status": 200, "headers": headers}
+
+    def _priming(self) -> bytes:
+        # Clients before 2025-11-25 may not expect an event with empty data.
+        return f"id: {self._next_id()}\ndata: \n\n".encode() if self._priming_enabled else b""
+
+    async def open(self) -> None:
+        """Send the headers and the priming event (an id and empty data) now."""
+        await self._send(self._start_message())
+        await self._send({"type": "http.response.body", "body": self._priming(), "more_body": True})
+        self.started = True
+
+    async def event(self, message: dict[str, Any], *, last: bool = False) -> None:
+        if self.started:
+            chunk = _sse_event(message, self._next_id())
+        else:  # headers, priming event and this one in a single write
+            await self._send(self._start_message())
+            chunk = self._priming() + _sse_event(message, self._next_id())
+            self.started = True
+        await self._send({"type": "http.response.body", "body": chunk, "more_body": not last})
+
+    async def comment(self, text: str) -> None:
+        await self._send({"type": "http.response.body", "body": f": {text}\n\n".encode(), "more_body": True})
+
+    async def finish(self) -> None:
+        if not self.started:
+            await self._send(self._start_message())
+            self.started = True
+        await self._send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+class StreamableHttpApp:
+    """The ASGI application mounted at `/mcp`."""
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "lifespan":
+            return
+        request = Request.from_scope(scope)
+        if not origin_allowed(request.headers.get("origin"), request.headers.get("host")):
+            await respond_json(
+                send, 403, _error_body(jsonrpc.INVALID_REQUEST, "Forbidden: origin not allowed")
+            )
+            return
+        if request.method not in ("POST", "GET", "DELETE"):
+            await respond_json(
+                send,
+                405,
+                _error_body(jsonrpc.INVALID_REQUEST, f"Method not allowed: {request.method}"),
+                [("allow", "GET, POST, DELETE")],
+            )
+            return
+        token = await aauthenticate(bearer_token(request.headers.get("authorization")))
+        if token is None:
+            await self._unauthorized(request, send)
+            return
+        caller = Caller(actor=token.name, interface=INTERFACE, scopes=frozenset(token.scopes))
+        version = request.headers.get("mcp-protocol-version")
+        if version is not None and version not in SUPPORTED_VERSIONS:
+            await respond_json(
+                send,
+                400,
+                jsonrpc.error_response(
+                    None,
+                    JsonRpcError(
+                        jsonrpc.UNSUPPORTED_PROTOCOL_VERSION,
+                        f"Bad Request: unsupported MCP-Protocol-Version {version}",
+                        {"supported": list(SUPPORTED_VERSIONS), "requested": version},
+                    ),
+                ),
+            )
+            return
+        if request.method == "POST":
+            await self._post(request, receive, send, token, caller)
+        elif request.method == "GET":
+            await self._get(request, receive, send, token, caller)
+        else:
+            await self._delete(request, send, token)
+
+    async def _unauthorized(self, request: Request, send) -> None:
+        metadata = request.base_url + RESOURCE_METADATA_PATH
+        challenge = f'Bearer realm="homehub", resource_metadata="{metadata}"'
+        if request.headers.get("authorization"):
+            challenge += ', error="invalid_token", error_description="unknown, revoked or expired token"'
+        await respond_json(
+            send,
+            401,
+            _error_body(
+                jsonrpc.INVALID_REQUEST, "Unauthorized: a valid 'Authorization: Bearer <token>' is required"
+            ),
+            [("www-authenticate", challenge)],
+        )
+
+    # --- POST ------------------------------------------------------------------------------
+
+    async def _post(self, request: Request, receive, send, token, caller: Caller) -> None:
+        headers = request.headers
+        accept = headers.get("accept", "")
+        if not (_accepts(accept, "application/json") and _accepts(accept, "text/event-stream")):
+            await respond_json(
+                send,
+                406,
+                _error_body(
+                    jsonrpc.INVALID_REQUEST,
+                    "Not Acceptable: Accept must allow both application/json and text/event-stream",
+                ),
+            )
+            return
+        if headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+            await respond_json(
+                send,
+                415,
+                _error_body(jsonrpc.INVALID_REQUEST, "Unsupported Media Type: send application/json"),
+            )
+            return
+        try:
+            body = await read_body(receive, headers, settings.MCP_MAX_MESSAGE_BYTES)
+        except BodyTooLarge:
+            limit = settings.MCP_MAX_MESSAGE_BYTES
+            await respond_json(
+                send, 413, _error_body(jsonrpc.INVALID_REQUEST, f"Payload Too Large: limit is {limit} bytes")
+            )
+            return
+        try:
+            message = jsonrpc.parse(body)
+        except JsonRpcError as exc:
+            await respond_json(send, 400, jsonrpc.error_response(None, exc))
+            return
+
+        first = message[0] if isinstance(message, list) and message else message
+        is_dict = isinstance(first, dict)
+        params = first.get("params") if is_dict else None
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        stateless = headers.get("mcp-protocol-version") in STATELESS_VERSIONS or (
+            isinstance(meta, dict) and META_PROTOCOL_VERSION in meta
+        )
+        if stateless:
+            await self._stateless(send, headers, caller, message)
+            return
+
+        if is_dict and first.get("method") == "initialize" and not isinstance(message, list):
+            await self._initialize(send, caller, token, message)
+            return
+        session_id = headers.get("mcp-session-id")
+        if not session_id:
+            await respond_json(
+                send,
+                400,
+                _error_body(jsonrpc.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required"),
+            )
+            return
+        state = await aload_session(session_id, token)
+        if state is None:
+            await respond_json(
+                send,
+                404,
+                _error_body(
+                    jsonrpc.INVALID_REQUEST, "Session not found: it ended or expired; initialize again"
+                ),
+            )
+            return
+        before = dataclasses.asdict(state)
+        session = ServerSession(caller, _discard, state=state)
+        await self._answer(send, session, message, [("mcp-session-id", session_id)])
+        if dataclasses.asdict(session.state) != before:
+            await asave_session(session_id, session.state)
+
+    @staticmethod
+    def _header_mismatch(headers: dict[str, str], message: dict[str, Any]) -> str | None:
+        """2026-07-28: the routing headers must repeat what the body says."""
+        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        body_version = meta.get(META_PROTOCOL_VERSION)
+        if headers.get("mcp-protocol-version") != body_version:
+            return f"MCP-Protocol-Version header does not match the body's protocol version {body_version!r}"
+        method = message.get("method")
+        if headers.get("mcp-method") != method:
+            return f"Mcp-Method header {headers.get('mcp-method')!r} does not match body method {method!r}"
+        field = NAME_BEARING.get(method)
+        if field and field in params:
+            header = _decode_header_value(headers.get("mcp-name"))
+            if header != params[field]:
+                return f"Mcp-Name header {header!r} does not match body {field} {params[field]!r}"
+        return None
+
+    async def _stateless(self, send, headers: dict[str, str], caller: Caller, message: Any) -> None:
+        """A 2026-07-28 request: no session; protocol errors carry their HTTP status."""
+        if not isinstance(message, dict) or "method" not in message:
+            error = JsonRpcError(
+                jsonrpc.INVALID_REQUEST,
+                "Invalid Request: body must be a single JSON-RPC request or notification",
+            )
+            await respond_json(send, 400, jsonrpc.error_response(None, error))
+            return
+        mismatch = self._header_mismatch(headers, message)
+        if mismatch:
+            error = JsonRpcError(jsonrpc.HEADER_MISMATCH, f"Header mismatch: {mismatch}")
+            await respond_json(send, 400, jsonrpc.error_response(message.get("id"), error))
+            return
+        session = ServerSession(caller, _discard)
+        if "id" not in message:
+            await session.handle(message)
+            await respond(send, 202)
+            return
+        stream = SseStream(send, [])
+        response = await session.handle(message, notify=stream.event)
+        code = response.get("error", {}).get("code") if isinstance(response, dict) else None
+        if not stream.started and (code in STATELESS_ERROR_STATUS or settings.MCP_HTTP_JSON_RESPONSE):
+            await respond_json(send, STATELESS_ERROR_STATUS.get(code, 200), response)
+        elif response is not None:
+            await stream.event(response, last=True)
+        else:
+            await stream.finish()
+
+    async def _initialize(self, send, caller: Caller, token, message: dict[str, Any]) -> None:
+        session = ServerSession(caller, _discard)
+        response = await session.handle(message)
+        await session.close()
+        extra: list[tuple[str, str]] = []
+        if isinstance(response, dict) and "result" in response:
+            session_id = await acreate_session(token, session.state)
+            extra.append(("mcp-session-id", session_id))
+        await self._send_response(send, response, extra, priming=_primes(session.state.protocol_version))
+
+    async def _answer(self, send, session: ServerSession, message: Any, extra: list[tuple[str, str]]) -> None:
+        """Handle a message; stream notifications and the response back on this request."""
+        has_request = any(
+            isinstance(m, dict) and "method" in m and "id" in m
+            for m in (message if isinstance(message, list) else [message])
+        )
+        if not has_request:
+            await session.handle(message)
+            await session.close()
+            await respond(send, 202, headers=extra)
+            return
+        if settings.MCP_HTTP_JSON_RESPONSE:
+            response = await session.handle(message)
+            await session.close()
+            await self._send_response(send, response, extra)
+            return
+        stream = SseStream(send, extra, priming=_primes(session.state.protocol_version))
+        response = await session.handle(message, notify=stream.event)
+        await session.close()
+        if not stream.started and _forbidden(response):
+            await self._send_response(send, response, extra)
+            return
+        if response is None:  # cancelled
+            if stream.started:
+                await stream.finish()
+            else:
+                await respond(send, 202, headers=extra)
+            return
+        await stream.event(response, last=True)
+
+    async def _send_response(
+        self, send, response: Any, extra: list[tuple[str, str]], *, priming: bool = True
+    ) -> None:
+        if _forbidden(response):
+            scope = (response["error"].get("data") or {}).get("requiredScope", "")
+            extra = [
+                *extra,
+                ("www-authenticate", f'Bearer error="insufficient_scope", scope="{scope}"'),
+            ]
+            await respond_json(send, 403, response, extra)
+            return
+        if settings.MCP_HTTP_JSON_RESPONSE:
+            await respond_json(send, 200, response, extra)
+            return
+        stream = SseStream(send, extra, priming=priming)
+        await stream.event(response, last=True)
+
+    # --- GET and DELETE ---------------------------------------------------------------------
+
+    async def _get(self, request: Request, receive, send, token, caller: Caller) -> None:
+        if not _accepts(request.headers.get("accept", ""), "text/event-stream"):
+            await respond_json(
+                send,
+                406,
+                _error_body(jsonrpc.INVALID_REQUEST, "Not Acceptable: Accept must allow text/event-stream"),
+            )
+            return
+        session_id = request.headers.get("mcp-session-id")
+        if not session_id:
+            await respond_json(
+                send,
+                400,
+                _error_body(jsonrpc.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required"),
+            )
+            return
+        state = await aload_session(session_id, token)
+        if state is None:
+            await respond_json(send, 404, _error_body(jsonrpc.INVALID_REQUEST, "Session not found"))
+            return
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=1000)
+
+        async def enqueue(message: dict[str, Any]) -> None:
+            if not queue.full():
+                queue.put_nowait(message)
+
+        session = ServerSession(caller, enqueue, state=state)
+        session.listen_for_changes()
+        stream = SseStream(send, [("mcp-session-id", session_id)], priming=_primes(state.protocol_version))
+        await stream.open()
+        disconnected = asyncio.ensure_future(_wait_disconnect(receive))
+        try:
+            while not disconnected.done():
+                getter = asyncio.ensure_future(queue.get())
+                done, _ = await asyncio.wait(
+                    {getter, disconnected}, timeout=KEEPALIVE_SECONDS, return_when="FIRST_COMPLETED"
+                )
+                if getter in done:
+                    await stream.event(getter.result())
+                else:
+                    getter.cancel()
+                    if not done:
+                        await stream.comment("keep-alive")
+        except OSError:
+            pass
+        finally:
+            disconnected.cancel()
+            await session.close()
+
+    async def _delete(self, request: Request, send, token) -> None:
+        session_id = request.headers.get("mcp-session-id")
+        if not session_id:
+            await respond_json(
+                send,
+                400,
+                _error_body(jsonrpc.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required"),
+            )
+            return
+        if await aend_session(session_id, token):
+            await respond(send, 204)
+        else:
+            await respond_json(send, 404, _error_body(jsonrpc.INVALID_REQUEST, "Session not found"))
+
+
+NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+# HTTP status of each protocol error on a stateless (2026-07-28) request.
+STATELESS_ERROR_STATUS = {
+    jsonrpc.PARSE_ERROR: 400,
+    jsonrpc.INVALID_REQUEST: 400,
+    jsonrpc.INVALID_PARAMS: 400,
+    jsonrpc.HEADER_MISMATCH: 400,
+    jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
+    jsonrpc.UNSUPPORTED_PROTOCOL_VERSION: 400,
+    jsonrpc.METHOD_NOT_FOUND: 404,
+    jsonrpc.FORBIDDEN: 403,
+}
+
+
+def _primes(version: str | None) -> bool:
+    return version is None or version >= "2025-11-25"
+
+
+def _decode_header_value(value: str | None) -> str | None:
+    """Header values that are not plain ASCII travel as `=?base64?<utf-8 base64>?=`."""
+    if value and value.startswith("=?base64?") and value.endswith("?="):
+        try:
+            return base64.b64decode(value[9:-2], validate=True).decode()
+        except (ValueError, UnicodeDecodeError):
+            return None
+    return value
+
+
+def _forbidden(response: Any) -> bool:
+    return isinstance(response, dict) and response.get("error", {}).get("code") == jsonrpc.FORBIDDEN
+
+
+async def _discard(message: dict[str, Any]) -> None:
+    """POST sessions have no standing stream: unsolicited messages go to the GET stream."""
+
+
+async def _wait_disconnect(receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass

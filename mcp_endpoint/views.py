@@ -1,0 +1,18 @@
+"""OAuth 2.0 protected-resource metadata (RFC 9728) for `/mcp`."""
+
+from django.http import JsonResponse
+
+from mcp_endpoint.registry import SCOPES
+
+
+def protected_resource_metadata(request):
+    base = f"{request.scheme}://{request.get_host()}"
+    return JsonResponse(
+        {
+            "resource": f"{base}/mcp",
+            "resource_name": "HomeHub MCP",
+            "authorization_servers": [],
+            "bearer_methods_supported": ["header"],
+            "scopes_supported": list(SCOPES),
+        }
+    )

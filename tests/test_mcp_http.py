@@ -1,0 +1,220 @@
+"""MCP Streamable HTTP at /mcp against a live daphne: status codes, sessions, tokens, SDK client."""
+
+import json
+from datetime import timedelta
+
+import httpx
+import pytest
+from asgiref.sync import async_to_sync
+from django.utils import timezone
+
+from devices.models import Event, Light
+from mcp_endpoint.models import AccessToken
+from tests.mcp_helpers import MODERN_META
+
+pytestmark = pytest.mark.live
+ACCEPT = "application/json, text/event-stream"
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2024-11-05",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+
+
+def sse_messages(text: str) -> list[dict]:
+    """Parse an SSE body the way seed 003's client does: `event: message` frames."""
+    messages, event, data = [], None, None
+    for line in text.split("\n"):
+        if line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("data:"):
+            data = line[5:].strip()
+        elif line == "" and event:
+            if event == "message":
+                messages.append(json.loads(data))
+            event, data = None, None
+    return messages
+
+
+def post(base, body, token=None, session=None, accept=ACCEPT, **headers):
+    h = {"content-type": "application/json", "accept": accept, **headers}
+    if token:
+        h["authorization"] = f"Bearer {token}"
+    if session:
+        h["mcp-session-id"] = session
+    content = body if isinstance(body, (bytes, str)) else json.dumps(body)
+    return httpx.post(base + "/mcp", content=content, headers=h, timeout=10)
+
+
+def call(name, arguments, id=2):
+    return {
+        "jsonrpc": "2.0",
+        "id": id,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments},
+    }
+
+
+def test_seed_003_client_flow(daphne_server, make_token):
+    """Seed 003's JavaScript client, step by step (plus the bearer token the hub requires)."""
+    token = make_token()
+    response = post(daphne_server, INIT, token)
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/event-stream")
+    assert response.headers["x-accel-buffering"] == "no"
+    session = response.headers["mcp-session-id"]
+    assert session.isascii() and len(session) >= 32
+    assert sse_messages(response.text)[0]["result"]["serverInfo"]["name"] == "homehub"
+    assert response.text.startswith("event: message")  # no priming event before 2025-11-25
+
+    notified = post(
+        daphne_server, {"jsonrpc": "2.0", "method": "notifications/initialized", "params": {}}, token, session
+    )
+    assert notified.status_code == 202 and notified.content == b""
+
+    listed = sse_messages(
+        post(
+            daphne_server, {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}, token, session
+        ).text
+    )
+    assert "set_light_state" in {t["name"] for t in listed[0]["result"]["tools"]}
+
+    result = sse_messages(
+        post(
+            daphne_server, call("set_light_state", {"name": "dormitorio", "on": True}, 3), token, session
+        ).text
+    )
+    assert json.loads(result[0]["result"]["content"][0]["text"]) == {"ok": True}
+    assert Light.objects.get(name="dormitorio").on is True
+    event = Event.objects.get(target="light:dormitorio")
+    assert (event.actor, event.interface) == ("agent", "mcp-http")
+
+    deleted = httpx.delete(
+        daphne_server + "/mcp", headers={"mcp-session-id": session, "authorization": f"Bearer {token}"}
+    )
+    assert deleted.status_code == 204
+    gone = post(daphne_server, {"jsonrpc": "2.0", "id": 4, "method": "tools/list"}, token, session)
+    assert gone.status_code == 404
+
+
+def test_status_codes(daphne_server, make_token):
+    token = make_token()
+    base = daphne_server
+    assert post(base, INIT).status_code == 401
+    unauthorized = post(base, INIT, "hh_nope_nope")
+    assert unauthorized.status_code == 401
+    challenge = unauthorized.headers["www-authenticate"]
+    assert challenge.startswith("Bearer ") and "/.well-known/oauth-protected-resource/mcp" in challenge
+    metadata = httpx.get(base + "/.well-known/oauth-protected-resource/mcp").json()
+    assert metadata["resource"].endswith("/mcp") and "control" in metadata["scopes_supported"]
+    assert httpx.get(base + "/.well-known/oauth-protected-resource").status_code == 200
+
+    assert post(base, INIT, token, accept="application/json").status_code == 406
+    assert post(base, INIT, token, origin="http://evil.example").status_code == 403
+    assert post(base, INIT, token, origin=base).status_code == 200
+    assert post(base, INIT, token, **{"mcp-protocol-version": "1999-01-01"}).status_code == 400
+    assert post(base, b'{"jsonrpc": "2.0", "id": 1, "method": ', token).status_code == 400
+    assert post(base, b"x" * (5 * 1024 * 1024), token).status_code == 413
+    assert post(base, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, token).status_code == 400
+    assert (
+        post(base, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, token, "no-such-session").status_code
+        == 404
+    )
+    assert httpx.put(base + "/mcp", headers={"authorization": f"Bearer {token}"}).status_code == 405
+    # A session belongs to the token that opened it.
+    session = post(base, INIT, token).headers["mcp-session-id"]
+    other = make_token(name="other")
+    assert post(base, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, other, session).status_code == 404
+
+
+def test_scopes_and_token_states(daphne_server, make_token):
+    base = daphne_server
+    reader = make_token(scopes=["read"], name="reader")
+    session = post(base, INIT, reader).headers["mcp-session-id"]
+    listed = sse_messages(
+        post(base, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, reader, session).text
+    )
+    names = {t["name"] for t in listed[0]["result"]["tools"]}
+    assert "get_all_states" in names and "set_light_state" not in names
+    refused = post(base, call("set_light_state", {"name": "salon", "on": True}), reader, session)
+    assert refused.status_code == 403
+    assert 'error="insufficient_scope"' in refused.headers["www-authenticate"]
+    assert not Light.objects.filter(on=True).exists()
+
+    expired = make_token(name="old", expires_at=timezone.now() - timedelta(minutes=1))
+    assert post(base, INIT, expired).status_code == 401
+    revoked = make_token(name="gone")
+    session = post(base, INIT, revoked).headers["mcp-session-id"]
+    AccessToken.objects.filter(name="gone").update(revoked=True)
+    assert (
+        post(base, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, revoked, session).status_code == 401
+    )
+
+
+def test_stateless_2026_requests(daphne_server, make_token):
+    token = make_token()
+    meta = MODERN_META
+    body = {
+        "jsonrpc": "2.0",
+        "id": 5,
+        "method": "tools/call",
+        "params": {"name": "get_alarm_status", "arguments": {}, "_meta": meta},
+    }
+    headers = {
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/call",
+        "mcp-name": "get_alarm_status",
+    }
+    ok = post(daphne_server, body, token, **headers)
+    assert ok.status_code == 200 and "mcp-session-id" not in ok.headers
+    assert sse_messages(ok.text)[0]["result"]["structuredContent"] == {"armed": False}
+    bad = post(daphne_server, body, token, **{**headers, "mcp-name": "set_alarm_state"})
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == -32020
+    encoded = post(
+        daphne_server, body, token, **{**headers, "mcp-name": "=?base64?Z2V0X2FsYXJtX3N0YXR1cw==?="}
+    )
+    assert encoded.status_code == 200
+    ping = {"jsonrpc": "2.0", "id": 6, "method": "ping", "params": {"_meta": meta}}
+    gone = post(daphne_server, ping, token, **{**headers, "mcp-method": "ping"})
+    assert gone.status_code == 404 and gone.json()["error"]["code"] == -32601
+
+
+def test_priming_event_from_2025_11_25(daphne_server, make_token):
+    token = make_token()
+    init = {**INIT, "params": {**INIT["params"], "protocolVersion": "2025-11-25"}}
+    response = post(daphne_server, init, token)
+    assert response.text.startswith("id: ")  # priming event: an id and empty data
+    session = response.headers["mcp-session-id"]
+    listed = post(daphne_server, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, token, session)
+    assert listed.text.startswith("id: ") and sse_messages(listed.text)[0]["id"] == 2
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_official_sdk_client_over_http(daphne_server, make_token, mode):
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    token = make_token()
+
+    async def scenario():
+        import httpx2
+
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=10)
+        async with (
+            http,
+            Client(streamable_http_client(daphne_server + "/mcp", http_client=http), mode=mode) as client,
+        ):
+            listed = await client.list_tools()
+            set_result = await client.call_tool("set_light_state", {"name": "bano", "on": True})
+            states = await client.call_tool("get_all_states", {})
+            return listed, set_result, states
+
+    listed, set_result, states = async_to_sync(scenario)()
+    assert "get_presence" in {t.name for t in listed.tools}
+    assert set_result.structured_content == {"ok": True}
+    assert states.structured_content["lights"]["bano"] is True
