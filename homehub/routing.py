@@ -1,3 +1,5 @@
 """WebSocket routes of every app, gathered in one list for the ASGI router."""
 
-websocket_urlpatterns: list = []
+from mcp_endpoint.routing import websocket_urlpatterns as mcp_routes
+
+websocket_urlpatterns: list = [*mcp_routes]

@@ -1,0 +1,67 @@
+"""MCP over WebSocket at `/ws/mcp/`: one JSON-RPC message per text frame, one connection
+per session. The token comes as `Authorization: Bearer` or, for clients that cannot set
+headers, `?token=`; a bad token or a foreign Origin is refused before the socket opens."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+
+from mcp_endpoint import jsonrpc
+from mcp_endpoint.registry import Caller
+from mcp_endpoint.session import ServerSession
+from mcp_endpoint.tokens import aauthenticate, bearer_token
+from mcp_endpoint.transports.asgi_http import Request, origin_allowed
+
+INTERFACE = "mcp-ws"
+SUBPROTOCOL = "mcp"
+# RFC 6455's 1003 (unsupported data) cannot be sent by an application under daphne:
+# autobahn only lets it send 1000 or 3000-4999. 4003 mirrors 1003 in the private range.
+CLOSE_UNSUPPORTED_DATA = 4003
+CLOSE_POLICY_VIOLATION = 4401  # application range: unauthorized
+
+
+class McpWebSocketConsumer(AsyncWebsocketConsumer):
+    session: ServerSession | None = None
+
+    async def connect(self) -> None:
+        request = Request.from_scope(self.scope)
+        if not origin_allowed(request.headers.get("origin"), request.headers.get("host")):
+            await self.close(code=4403)
+            return
+        raw = bearer_token(request.headers.get("authorization"))
+        if raw is None:
+            raw = (parse_qs(request.query).get("token") or [None])[0]
+        token = await aauthenticate(raw)
+        if token is None:
+            await self.close(code=CLOSE_POLICY_VIOLATION)
+            return
+        caller = Caller(actor=token.name, interface=INTERFACE, scopes=frozenset(token.scopes))
+        self.session = ServerSession(caller, self._send_message)
+        offered = self.scope.get("subprotocols") or []
+        await self.accept(subprotocol=SUBPROTOCOL if SUBPROTOCOL in offered else None)
+
+    async def _send_message(self, message: dict[str, Any]) -> None:
+        await self.send(text_data=jsonrpc.dumps(message))
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if self.session is None:
+            return
+        if text_data is None:
+            await self.close(code=CLOSE_UNSUPPORTED_DATA)  # binary frames are not MCP
+            return
+        if len(text_data) > settings.MCP_MAX_MESSAGE_BYTES:
+            limit = settings.MCP_MAX_MESSAGE_BYTES
+            error = jsonrpc.JsonRpcError(
+                jsonrpc.INVALID_REQUEST, f"Invalid Request: message larger than {limit} bytes"
+            )
+            await self._send_message(jsonrpc.error_response(None, error))
+            return
+        await self.session.receive(text_data)
+
+    async def disconnect(self, code: int) -> None:
+        if self.session is not None:
+            await self.session.close()
