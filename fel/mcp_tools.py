@@ -1,0 +1,117 @@
+"""Seed 002's three FEL tools, with its exact argument names and results (scope `fel`)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from fel import services
+from fel.errors import FelError
+from fel.paths import display_path
+from mcp_endpoint.registry import ToolContext, ToolError, tool
+
+
+class FelValidateInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    xml_path: str = Field(
+        description="Ruta al XML FEL (relativa a la carpeta del hub, p. ej. data/xml/factura.xml)."
+    )
+
+
+class FelTotals(BaseModel):
+    subtotal: str
+    iva: str
+    total: str
+
+
+class FelValidateOutput(BaseModel):
+    ok: bool = Field(description="true si no hay inconsistencias.")
+    issues: list[str] = Field(description="Inconsistencias detectadas, una frase por problema.")
+    totals: FelTotals = Field(description="Montos con dos decimales (ROUND_HALF_UP).")
+
+
+class FelRenderInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    xml_path: str = Field(description="Ruta al XML FEL.")
+    logo_path: str | None = Field(
+        default=None, description="Ruta a un logo; si es null se usa FEL_LOGO_PATH."
+    )
+    theme: str | None = Field(
+        default=None, description="Tema de colores: azul, verde, vino, grafito o #RRGGBB; null usa FEL_THEME."
+    )
+    out_path: str | None = Field(
+        default=None, description="Ruta del PDF; si es null, data/out/<nombre del XML>.pdf."
+    )
+
+
+class FelRenderOutput(BaseModel):
+    ok: bool
+    pdf_path: str
+
+
+class FelBatchInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    dir_xml: str = Field(description="Directorio con archivos *.xml.")
+    out_dir: str | None = Field(default=None, description="Directorio de salida (por defecto data/out).")
+
+
+class FelBatchOutput(BaseModel):
+    ok: bool = Field(
+        description="true cuando el lote terminó; cada archivo tiene su resultado en el manifest."
+    )
+    count: int = Field(description="Archivos XML procesados.")
+    out_dir: str
+    manifest_path: str
+    invalid: int = Field(description="Archivos con inconsistencias o ilegibles (detalle en el manifest).")
+
+
+@tool(scope="fel", idempotent=True)
+def fel_validate(params: FelValidateInput, ctx: ToolContext) -> FelValidateOutput:
+    """Valida un XML FEL: campos obligatorios, IVA 12 %, total = subtotal + IVA, NIT y autorización."""
+    try:
+        validation = services.validate_xml(
+            params.xml_path, actor=ctx.caller.actor, interface=ctx.caller.interface
+        )
+    except FelError as exc:
+        raise ToolError(str(exc)) from None
+    return FelValidateOutput.model_validate(validation.as_dict())
+
+
+@tool(scope="fel", idempotent=True)
+def fel_render(params: FelRenderInput, ctx: ToolContext) -> FelRenderOutput:
+    """Genera un PDF con marca (logo, colores, QR de verificación de SAT) a partir de un XML FEL."""
+    try:
+        pdf = services.render_xml(
+            params.xml_path,
+            logo_path=params.logo_path,
+            theme=params.theme,
+            out_path=params.out_path,
+            actor=ctx.caller.actor,
+            interface=ctx.caller.interface,
+        )
+    except FelError as exc:
+        raise ToolError(str(exc)) from None
+    return FelRenderOutput(ok=True, pdf_path=display_path(pdf))
+
+
+@tool(scope="fel", idempotent=True)
+def fel_batch(params: FelBatchInput, ctx: ToolContext) -> FelBatchOutput:
+    """Procesa un directorio de XML FEL: un PDF por archivo y un manifest.json con validación y SHA-256."""
+    try:
+        outcome = services.run_batch(
+            params.dir_xml,
+            params.out_dir,
+            actor=ctx.caller.actor,
+            interface=ctx.caller.interface,
+            progress=lambda done, total, name: ctx.report_progress_sync(
+                done, total, f"{done}/{total} {name}"
+            ),
+        )
+    except FelError as exc:
+        raise ToolError(str(exc)) from None
+    return FelBatchOutput(
+        ok=True,
+        count=outcome.count,
+        out_dir=display_path(outcome.out_dir),
+        manifest_path=display_path(outcome.manifest_path),
+        invalid=outcome.invalid,
+    )

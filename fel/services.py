@@ -1,0 +1,197 @@
+"""The FEL operations every door uses (MCP tools, admin, dashboard, REST), and the only writer
+of `Invoice` rows. Each recorded document also leaves an audit `Event` and a broadcast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
+from django.db import transaction
+
+from devices.services import record_event
+from fel import batch as batch_engine
+from fel.config import batch_workers, branding, max_xml_bytes, output_dir
+from fel.errors import FelError
+from fel.models import Invoice
+from fel.money import q2
+from fel.paths import (
+    FelPathError,
+    display_path,
+    existing_dir,
+    existing_file,
+    fel_root,
+    writable_dir,
+    writable_file,
+)
+from fel.processing import Processed, process, process_bytes
+from fel.validation import Validation
+
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class BatchOutcome:
+    count: int
+    invalid: int
+    out_dir: Path
+    manifest_path: Path
+
+
+def validate_xml(xml_path: str, *, actor: str, interface: str) -> Validation:
+    """Validate the FEL file at `xml_path` and record it. Raises FelError if it cannot be read."""
+    result = process(existing_file(xml_path, "XML"), max_xml_bytes())
+    _raise_if_unreadable(result)
+    record_invoice(result, actor=actor, interface=interface)
+    return result.validation
+
+
+def render_xml(
+    xml_path: str,
+    *,
+    logo_path: str | None = None,
+    theme: str | None = None,
+    out_path: str | None = None,
+    actor: str,
+    interface: str,
+) -> Path:
+    """Render the branded PDF of `xml_path` (default `<FEL_OUTPUT_DIR>/<name>.pdf`) and record it."""
+    source = existing_file(xml_path, "XML")
+    brand = branding(logo_path, theme)
+    target = writable_file(out_path or str(Path(output_dir()) / f"{source.stem}.pdf"), "salida PDF")
+    if target.suffix.lower() != ".pdf":
+        raise FelPathError(f"La ruta de salida «{out_path}» debe terminar en .pdf.")
+    result = process(source, max_xml_bytes(), target, brand)
+    _raise_if_unreadable(result)
+    record_invoice(result, actor=actor, interface=interface)
+    return target
+
+
+def run_batch(
+    dir_xml: str,
+    out_dir: str | None = None,
+    *,
+    actor: str,
+    interface: str,
+    progress: Progress | None = None,
+) -> BatchOutcome:
+    """One PDF per `*.xml` of `dir_xml` into `out_dir`, a manifest.json, and a recorded Invoice each."""
+    folder = existing_dir(dir_xml, "XML")
+    target = writable_dir(out_dir or output_dir(), "salida")
+    brand = branding()
+    files = batch_engine.xml_files(folder)
+    total, done = len(files), 0
+    entries: list[dict[str, object]] = []
+    jobs: list[tuple[Path, Path]] = []
+    for file in files:
+        try:  # a symlink in the folder may lead out of FEL_ROOT: that file fails, not the batch
+            jobs.append((existing_file(str(file), "XML"), target / f"{file.stem}.pdf"))
+        except FelPathError as exc:
+            entries.append(
+                batch_engine.manifest_entry(Processed(xml_path=file, error=str(exc)), display_path)
+            )
+            done += 1
+    if progress and done:
+        progress(done, total, "archivos rechazados por su ruta")
+    for result in batch_engine.run(jobs, brand, max_xml_bytes(), batch_workers()):
+        record_invoice(result, actor=actor, interface=interface)
+        entries.append(batch_engine.manifest_entry(result, display_path))
+        done += 1
+        if progress:
+            progress(done, total, result.xml_path.name)
+    manifest_path = target / batch_engine.MANIFEST_NAME
+    batch_engine.write_manifest(manifest_path, display_path(folder), display_path(target), entries)
+    return BatchOutcome(
+        count=total,
+        invalid=sum(1 for e in entries if not e["ok"]),
+        out_dir=target,
+        manifest_path=manifest_path,
+    )
+
+
+def rerender_invoice(invoice: Invoice, *, actor: str, interface: str) -> Invoice:
+    """Rebuild the PDF of a recorded invoice from its stored XML, with today's branding."""
+    root = fel_root()
+    pdf_path = root / invoice.pdf_path if invoice.pdf_path else None
+    if pdf_path is None:
+        pdf_path = Path(output_dir()) / f"{Path(invoice.xml_path).stem or invoice.authorization_number}.pdf"
+    target = writable_file(str(pdf_path), "salida PDF")
+    result = process_bytes(root / invoice.xml_path, invoice.xml.encode("utf-8"), target, branding())
+    _raise_if_unreadable(result)
+    return record_invoice(result, actor=actor, interface=interface) or invoice
+
+
+def record_invoice(result: Processed, *, actor: str, interface: str) -> Invoice | None:
+    """Create or update the Invoice of a processed document (None when it has no authorization).
+
+    A valid record is never replaced by an invalid document carrying the same authorization
+    number (a tampered copy of a certified invoice): the genuine data stays.
+    """
+    doc, validation = result.document, result.validation
+    if doc is None or validation is None or not doc.certification.authorization:
+        return None
+    cert = doc.certification
+    root = fel_root()
+    fields = {
+        "serie": cert.serie[:32],
+        "numero": cert.numero[:32],
+        "tipo": doc.tipo[:8],
+        "currency": doc.currency[:3],
+        "emisor_nit": doc.emisor.tax_id[:32],
+        "emisor_name": doc.emisor.name[:300],
+        "receptor_id": doc.receptor.tax_id[:32],
+        "receptor_name": doc.receptor.name[:300],
+        "certifier_nit": cert.certifier_nit[:32],
+        "certifier_name": cert.certifier_name[:300],
+        "issued_at": doc.issued_at,
+        "certified_at": cert.certified_at,
+        "subtotal": _stored_amount(validation.totals.subtotal),
+        "iva": _stored_amount(validation.totals.iva),
+        "total": _stored_amount(validation.totals.total),
+        "valid": validation.ok and not result.error,
+        "issues": [*validation.issues, *([result.error] if result.error else [])],
+        "xml_path": _relative(result.xml_path, root),
+        "xml_sha256": result.xml_sha256,
+        "xml": result.xml_text,
+    }
+    if result.pdf_path is not None:
+        fields |= {"pdf_path": _relative(result.pdf_path, root), "pdf_sha256": result.pdf_sha256}
+    with transaction.atomic():
+        existing = Invoice.objects.select_for_update().filter(authorization_number=cert.authorization).first()
+        if existing and existing.valid and not fields["valid"] and existing.xml_sha256 != result.xml_sha256:
+            return existing
+        before = {"valid": existing.valid, "total": str(existing.total)} if existing else None
+        invoice, _ = Invoice.objects.update_or_create(
+            authorization_number=cert.authorization, defaults=fields
+        )
+        after = {"valid": invoice.valid, "total": str(invoice.total), "pdf": invoice.pdf_path}
+        record_event(
+            actor=actor,
+            interface=interface,
+            action="fel.invoice.record",
+            target=f"invoice:{invoice.authorization_number}",
+            before=before,
+            after=after,
+            broadcast={"kind": "invoice", "id": invoice.pk, **after},
+        )
+    return invoice
+
+
+def _raise_if_unreadable(result: Processed) -> None:
+    if result.error:
+        raise FelError(result.error)
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def _stored_amount(value: Decimal) -> Decimal:
+    """Cents for the database column; absurd values from a hostile file are capped, not crashed on."""
+    limit = Decimal("9999999999999999.99")
+    return max(-limit, min(limit, q2(value)))
