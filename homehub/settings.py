@@ -5,6 +5,7 @@ the embedded defaults need nothing installed (SQLite, in-memory channel layer).
 """
 
 import os
+import tempfile
 from pathlib import Path
 
 import dj_database_url
@@ -83,7 +84,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
-    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "test_db.sqlite3")}
+    # A file (not :memory:) so that servers started by the tests share it; one per test
+    # run, so that runs in parallel never trample each other's database.
+    DATABASES["default"]["TEST"] = {
+        "NAME": str(Path(tempfile.gettempdir()) / f"homehub_test_{os.getpid()}.sqlite3")
+    }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -156,3 +161,12 @@ MCP_SESSION_IDLE_SECONDS = int(os.environ.get("MCP_SESSION_IDLE_SECONDS", 3600))
 MCP_ALLOWED_ORIGINS = env_list("MCP_ALLOWED_ORIGINS", "")
 # Answer POSTed requests with plain JSON instead of a one-event SSE stream.
 MCP_HTTP_JSON_RESPONSE = env_bool("MCP_HTTP_JSON_RESPONSE", False)
+# Tool calls allowed per token per window, shared by every process (0 disables the limit).
+MCP_RATE_LIMIT = int(os.environ.get("MCP_RATE_LIMIT", 600))
+MCP_RATE_WINDOW_SECONDS = int(os.environ.get("MCP_RATE_WINDOW_SECONDS", 60))
+
+# --- Cache (rate limits): shared through Redis when REDIS_URL is set ------------------------
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

@@ -33,6 +33,8 @@ class Caller:
     actor: str
     interface: str
     scopes: frozenset[str] = frozenset(SCOPES)
+    audited: bool = False  # record every tool call (network callers with a token)
+    rate_key: str | None = None  # calls are rate-limited per key (the token) when set
 
 
 ProgressSender = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -243,11 +245,19 @@ class ToolProvider(Protocol):
     def tools(self) -> Iterable[Tool]: ...
 
 
+CallObserver = Callable[[Caller, str, Any, "ToolResult", float], Awaitable[None]]
+
+
 class ToolRegistry:
     def __init__(self) -> None:
         self._static: dict[str, Tool] = {}
         self._providers: list[ToolProvider] = []
         self._listeners: set[Callable[[], None]] = set()
+        self.observers: list[CallObserver] = []
+
+    def add_observer(self, observer: CallObserver) -> None:
+        """`observer(caller, tool name, arguments, result, seconds)` runs after every audited call."""
+        self.observers.append(observer)
 
     def register(self, tool: Tool) -> Tool:
         if tool.name in self._static:

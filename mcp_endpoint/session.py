@@ -20,11 +20,12 @@ import base64
 import binascii
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_endpoint import jsonrpc
+from mcp_endpoint import jsonrpc, ratelimit
 from mcp_endpoint.jsonrpc import JsonRpcError
 from mcp_endpoint.registry import Caller, ToolContext, ToolError, ToolRegistry, ToolResult, registry
 
@@ -357,12 +358,25 @@ class ServerSession:
                 f"Insufficient scope: tool '{name}' requires the '{tool.scope}' scope",
                 {"requiredScope": tool.scope},
             )
-        tool_ctx = ToolContext(
-            caller=self.caller,
-            send_progress=self._progress_sender(ctx),
-            send_log=self._log_sender(ctx),
-        )
-        outcome = await run_tool(tool, ctx.params.get("arguments"), tool_ctx)
+        arguments = ctx.params.get("arguments")
+        started = time.perf_counter()
+        retry_after = ratelimit.retry_after(self.caller.rate_key) if self.caller.rate_key else None
+        if retry_after is not None:
+            outcome = ToolResult(
+                is_error=True,
+                text=f"Límite de llamadas excedido para este token: reintente en {retry_after:.0f} s",
+            )
+        else:
+            tool_ctx = ToolContext(
+                caller=self.caller,
+                send_progress=self._progress_sender(ctx),
+                send_log=self._log_sender(ctx),
+            )
+            outcome = await run_tool(tool, arguments, tool_ctx)
+        if self.caller.audited:
+            elapsed = time.perf_counter() - started
+            for observer in self.tools.observers:
+                await observer(self.caller, name, arguments, outcome, elapsed)
         return outcome.as_mcp()
 
     def _progress_sender(self, ctx: RequestContext):

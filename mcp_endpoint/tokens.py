@@ -16,7 +16,7 @@ from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from mcp_endpoint.models import AccessToken
-from mcp_endpoint.registry import SCOPES
+from mcp_endpoint.registry import SCOPES, Caller
 
 PREFIX = "hh_"
 LAST_USED_RESOLUTION = timedelta(minutes=1)  # do not write a row on every call
@@ -84,3 +84,14 @@ def bearer_token(authorization: str | None) -> str | None:
         return None
     scheme, _, value = authorization.strip().partition(" ")
     return value.strip() or None if scheme.lower() == "bearer" else None
+
+
+def caller_for(token: AccessToken, interface: str) -> Caller:
+    """The identity a network transport gives the engine: audited and rate-limited per token."""
+    return Caller(
+        actor=token.name,
+        interface=interface,
+        scopes=frozenset(token.scopes),
+        audited=True,
+        rate_key=token.key_id,
+    )

@@ -474,3 +474,36 @@ def test_scopes_hide_and_refuse_tools_and_leave_state_unchanged(home):
 def test_engine_version_constants_are_consistent():
     assert engine.BATCH_VERSION in engine.HANDSHAKE_VERSIONS
     assert set(engine.STATELESS_VERSIONS).isdisjoint(engine.HANDSHAKE_VERSIONS)
+
+
+def test_rate_limit_per_token_says_when_to_retry(home, settings):
+    from django.core.cache import cache
+
+    from mcp_endpoint.registry import Caller
+    from mcp_endpoint.session import ServerSession
+
+    cache.clear()
+    settings.MCP_RATE_LIMIT = 2
+
+    async def scenario():
+        sent = []
+
+        async def send(message):
+            sent.append(message)
+
+        session = ServerSession(Caller("limited", "mcp-http", frozenset({"read"}), rate_key="k1"), send)
+        await session.handle({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}})
+        results = []
+        for i in range(3):
+            message = {
+                "jsonrpc": "2.0",
+                "id": i + 1,
+                "method": "tools/call",
+                "params": {"name": "get_alarm_status"},
+            }
+            results.append((await session.handle(message))["result"])
+        return results
+
+    first, second, third = run(scenario)
+    assert not first["isError"] and not second["isError"]
+    assert third["isError"] and "reintente en" in third["content"][0]["text"]

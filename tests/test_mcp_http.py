@@ -218,3 +218,16 @@ def test_official_sdk_client_over_http(daphne_server, make_token, mode):
     assert "get_presence" in {t.name for t in listed.tools}
     assert set_result.structured_content == {"ok": True}
     assert states.structured_content["lights"]["bano"] is True
+
+
+def test_every_token_call_is_audited_and_rate_limited(daphne_server, make_token, live_env):
+    token = make_token(scopes=["read"], name="auditor")
+    session = post(daphne_server, INIT, token).headers["mcp-session-id"]
+    post(daphne_server, call("get_alarm_status", {}), token, session)
+    post(daphne_server, call("get_alarm_status", {"bogus": 1}, 3), token, session)
+    events = list(Event.objects.filter(actor="auditor", action="tool.call").order_by("id"))
+    assert [(e.interface, e.target, e.after["ok"]) for e in events] == [
+        ("mcp-http", "tool:get_alarm_status", True),
+        ("mcp-http", "tool:get_alarm_status", False),
+    ]
+    assert events[1].before == {"bogus": 1}

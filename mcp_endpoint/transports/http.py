@@ -29,7 +29,7 @@ from mcp_endpoint.session import (
     SUPPORTED_VERSIONS,
     ServerSession,
 )
-from mcp_endpoint.tokens import aauthenticate, bearer_token
+from mcp_endpoint.tokens import aauthenticate, bearer_token, caller_for
 from mcp_endpoint.transports.asgi_http import (
     BodyTooLarge,
     Request,
@@ -141,7 +141,7 @@ class StreamableHttpApp:
         if token is None:
             await self._unauthorized(request, send)
             return
-        caller = Caller(actor=token.name, interface=INTERFACE, scopes=frozenset(token.scopes))
+        caller = caller_for(token, INTERFACE)
         version = request.headers.get("mcp-protocol-version")
         if version is not None and version not in SUPPORTED_VERSIONS:
             await respond_json(

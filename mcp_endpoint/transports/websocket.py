@@ -11,9 +11,8 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from mcp_endpoint import jsonrpc
-from mcp_endpoint.registry import Caller
 from mcp_endpoint.session import ServerSession
-from mcp_endpoint.tokens import aauthenticate, bearer_token
+from mcp_endpoint.tokens import aauthenticate, bearer_token, caller_for
 from mcp_endpoint.transports.asgi_http import Request, origin_allowed
 
 INTERFACE = "mcp-ws"
@@ -39,7 +38,7 @@ class McpWebSocketConsumer(AsyncWebsocketConsumer):
         if token is None:
             await self.close(code=CLOSE_POLICY_VIOLATION)
             return
-        caller = Caller(actor=token.name, interface=INTERFACE, scopes=frozenset(token.scopes))
+        caller = caller_for(token, INTERFACE)
         self.session = ServerSession(caller, self._send_message)
         offered = self.scope.get("subprotocols") or []
         await self.accept(subprotocol=SUBPROTOCOL if SUBPROTOCOL in offered else None)
