@@ -25,9 +25,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from asgiref.sync import sync_to_async
+
 from mcp_endpoint import jsonrpc, ratelimit
 from mcp_endpoint.jsonrpc import JsonRpcError
 from mcp_endpoint.registry import Caller, ToolContext, ToolError, ToolRegistry, ToolResult, registry
+from mcp_endpoint.resources import Prompt, ResourceNotFound, ResourceRegistry, resources
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +77,7 @@ class SessionState:
     client_info: dict[str, Any] = field(default_factory=dict)
     client_capabilities: dict[str, Any] = field(default_factory=dict)
     log_level: str | None = None  # no log notifications until the client asks with logging/setLevel
+    subscriptions: list[str] = field(default_factory=list)  # resource URIs
 
 
 @dataclass
@@ -94,7 +98,9 @@ class RequestContext:
 
 
 # Methods the stateless revision removed (it uses per-request `_meta` instead).
-HANDSHAKE_ONLY_METHODS = frozenset({"initialize", "ping", "logging/setLevel"})
+HANDSHAKE_ONLY_METHODS = frozenset(
+    {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
+)
 
 # Requests answered inline, in arrival order: cheap, and ordering matters (a pipelined
 # `initialize` must be done before the `tools/list` behind it is looked at).
@@ -109,10 +115,12 @@ class ServerSession:
         *,
         tools: ToolRegistry = registry,
         state: SessionState | None = None,
+        resource_registry: ResourceRegistry = resources,
     ) -> None:
         self.caller = caller
         self.send = send
         self.tools = tools
+        self.resources = resource_registry
         self.state = state or SessionState()
         self._in_flight: dict[jsonrpc.RequestId, asyncio.Task] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -295,7 +303,12 @@ class ServerSession:
         }
 
     def capabilities(self) -> dict[str, Any]:
-        return {"tools": {"listChanged": True}, "logging": {}}
+        return {
+            "tools": {"listChanged": True},
+            "resources": {"subscribe": True, "listChanged": False},
+            "prompts": {"listChanged": False},
+            "logging": {},
+        }
 
     async def _ping(self, ctx: RequestContext) -> dict[str, Any]:
         return {}
@@ -338,10 +351,7 @@ class ServerSession:
         result: dict[str, Any] = {"tools": [t.definition() for t in page]}
         if start + TOOLS_PAGE_SIZE < len(tools):
             result["nextCursor"] = _encode_cursor(start + TOOLS_PAGE_SIZE)
-        if ctx.stateless:
-            result["ttlMs"] = LIST_TTL_MS
-            result["cacheScope"] = "private"
-        return result
+        return _cacheable(ctx, result)
 
     async def _call_tool(self, ctx: RequestContext) -> dict[str, Any]:
         name = ctx.params.get("name")
@@ -404,6 +414,84 @@ class ServerSession:
 
         return send_log
 
+    # --- resources and prompts -----------------------------------------------------------
+
+    async def _list_resources(self, ctx: RequestContext) -> dict[str, Any]:
+        listed = [
+            r.definition()
+            for provider in self.resources.visible(self.caller.scopes)
+            for r in await sync_to_async(provider.list_resources)()
+        ]
+        return _cacheable(ctx, {"resources": listed})
+
+    async def _list_templates(self, ctx: RequestContext) -> dict[str, Any]:
+        listed = [t.definition() for p in self.resources.visible(self.caller.scopes) for t in p.templates()]
+        return _cacheable(ctx, {"resourceTemplates": listed})
+
+    def _resource_uri(self, ctx: RequestContext) -> str:
+        uri = ctx.params.get("uri")
+        if not isinstance(uri, str) or not uri:
+            raise JsonRpcError(jsonrpc.INVALID_PARAMS, "Invalid params: 'uri' is required")
+        return uri
+
+    async def _read_resource(self, ctx: RequestContext) -> dict[str, Any]:
+        uri = self._resource_uri(ctx)
+        try:
+            provider = self.resources.provider_for(uri, self.caller.scopes)
+            text = await sync_to_async(provider.read)(uri)
+        except ResourceNotFound:
+            raise JsonRpcError(jsonrpc.INVALID_PARAMS, f"Resource not found: {uri}", {"uri": uri}) from None
+        return _cacheable(
+            ctx, {"contents": [{"uri": uri, "mimeType": "application/json", "text": text}]}, ttl=0
+        )
+
+    async def _subscribe(self, ctx: RequestContext) -> dict[str, Any]:
+        uri = self._resource_uri(ctx)
+        try:
+            self.resources.provider_for(uri, self.caller.scopes)
+        except ResourceNotFound:
+            raise JsonRpcError(jsonrpc.INVALID_PARAMS, f"Resource not found: {uri}", {"uri": uri}) from None
+        if uri not in self.state.subscriptions:
+            self.state.subscriptions.append(uri)
+        return {}
+
+    async def _unsubscribe(self, ctx: RequestContext) -> dict[str, Any]:
+        uri = self._resource_uri(ctx)
+        if uri in self.state.subscriptions:
+            self.state.subscriptions.remove(uri)
+        return {}
+
+    async def on_change(self, event: dict[str, Any]) -> None:
+        """A change event from the channel layer: tell the client which subscribed resources moved."""
+        if not self.state.subscriptions:
+            return
+        for uri in sorted(self.resources.uris_for_event(event) & set(self.state.subscriptions)):
+            await self._send_quietly(jsonrpc.notification("notifications/resources/updated", {"uri": uri}))
+
+    def _prompt(self, ctx: RequestContext) -> Prompt:
+        name = ctx.params.get("name")
+        prompt = self.resources.prompts.get(name) if isinstance(name, str) else None
+        if prompt is None or prompt.scope not in self.caller.scopes:
+            raise JsonRpcError(jsonrpc.INVALID_PARAMS, f"Unknown prompt: {name}")
+        return prompt
+
+    async def _list_prompts(self, ctx: RequestContext) -> dict[str, Any]:
+        listed = [p.definition() for p in self.resources.prompts.values() if p.scope in self.caller.scopes]
+        return _cacheable(ctx, {"prompts": listed})
+
+    async def _get_prompt(self, ctx: RequestContext) -> dict[str, Any]:
+        prompt = self._prompt(ctx)
+        arguments = ctx.params.get("arguments") or {}
+        if not isinstance(arguments, dict):
+            raise JsonRpcError(jsonrpc.INVALID_PARAMS, "Invalid params: 'arguments' must be an object")
+        missing = [a.name for a in prompt.arguments if a.required and a.name not in arguments]
+        if missing:
+            raise JsonRpcError(
+                jsonrpc.INVALID_PARAMS, f"Invalid params: missing prompt arguments: {', '.join(missing)}"
+            )
+        messages = await sync_to_async(prompt.render)({k: str(v) for k, v in arguments.items()})
+        return {"description": prompt.description, "messages": messages}
+
     _handlers: dict[str, Callable[[ServerSession, RequestContext], Awaitable[dict[str, Any]]]] = {
         "initialize": _initialize,
         "server/discover": _discover,
@@ -411,7 +499,22 @@ class ServerSession:
         "logging/setLevel": _set_level,
         "tools/list": _list_tools,
         "tools/call": _call_tool,
+        "resources/list": _list_resources,
+        "resources/templates/list": _list_templates,
+        "resources/read": _read_resource,
+        "resources/subscribe": _subscribe,
+        "resources/unsubscribe": _unsubscribe,
+        "prompts/list": _list_prompts,
+        "prompts/get": _get_prompt,
     }
+
+
+def _cacheable(ctx: RequestContext, result: dict[str, Any], ttl: int = LIST_TTL_MS) -> dict[str, Any]:
+    """2026-07-28 asks for caching hints on list and read results."""
+    if ctx.stateless:
+        result["ttlMs"] = ttl
+        result["cacheScope"] = "private"
+    return result
 
 
 async def run_tool(tool, arguments: Any, ctx: ToolContext) -> ToolResult:

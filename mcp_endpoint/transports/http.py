@@ -18,6 +18,7 @@ import secrets
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
 from django.conf import settings
 
 from mcp_endpoint import http_sessions, jsonrpc
@@ -389,6 +390,7 @@ class StreamableHttpApp:
         stream = SseStream(send, [("mcp-session-id", session_id)], priming=_primes(state.protocol_version))
         await stream.open()
         disconnected = asyncio.ensure_future(_wait_disconnect(receive))
+        changes = asyncio.ensure_future(_forward_changes(session, session_id, token))
         try:
             while not disconnected.done():
                 getter = asyncio.ensure_future(queue.get())
@@ -405,6 +407,7 @@ class StreamableHttpApp:
             pass
         finally:
             disconnected.cancel()
+            changes.cancel()
             await session.close()
 
     async def _delete(self, request: Request, send, token) -> None:
@@ -456,6 +459,35 @@ def _forbidden(response: Any) -> bool:
 
 async def _discard(message: dict[str, Any]) -> None:
     """POST sessions have no standing stream: unsolicited messages go to the GET stream."""
+
+
+async def _forward_changes(session: ServerSession, session_id: str, token) -> None:
+    """Feed the channel layer's change events to a GET stream's session.
+
+    Subscriptions are made by POSTs, possibly to another process, so the session's state is
+    reloaded from the database before each event is matched against them.
+    """
+    layer = get_channel_layer()
+    groups = session.resources.change_groups
+    if layer is None or not groups:
+        return
+    channel = await layer.new_channel()
+    for group in groups:
+        await layer.group_add(group, channel)
+    try:
+        while True:
+            message = await layer.receive(channel)
+            event = message.get("event")
+            if not isinstance(event, dict):
+                continue
+            state = await aload_session(session_id, token)
+            if state is None:
+                return
+            session.state.subscriptions = state.subscriptions
+            await session.on_change(event)
+    finally:
+        for group in groups:
+            await layer.group_discard(group, channel)
 
 
 async def _wait_disconnect(receive) -> None:

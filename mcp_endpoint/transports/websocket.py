@@ -42,6 +42,13 @@ class McpWebSocketConsumer(AsyncWebsocketConsumer):
         self.session = ServerSession(caller, self._send_message)
         offered = self.scope.get("subprotocols") or []
         await self.accept(subprotocol=SUBPROTOCOL if SUBPROTOCOL in offered else None)
+        for group in self.session.resources.change_groups:
+            await self.channel_layer.group_add(group, self.channel_name)
+
+    async def home_event(self, message: dict[str, Any]) -> None:
+        """A change broadcast by the home's services (channel-layer type `home.event`)."""
+        if self.session is not None and isinstance(message.get("event"), dict):
+            await self.session.on_change(message["event"])
 
     async def _send_message(self, message: dict[str, Any]) -> None:
         await self.send(text_data=jsonrpc.dumps(message))
@@ -63,4 +70,6 @@ class McpWebSocketConsumer(AsyncWebsocketConsumer):
 
     async def disconnect(self, code: int) -> None:
         if self.session is not None:
+            for group in self.session.resources.change_groups:
+                await self.channel_layer.group_discard(group, self.channel_name)
             await self.session.close()

@@ -1,0 +1,127 @@
+"""The home as MCP resources (`home://...`) and a prompt that summarises it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.db.models import Max
+
+from devices import selectors
+from devices.broadcast import HOME_GROUP
+from devices.models import Light, TelemetryReading
+from mcp_endpoint.resources import Prompt, PromptArgument, Resource, ResourceNotFound, ResourceTemplate
+
+STATE = "home://state"
+ALARM = "home://alarm"
+PRESENCE = "home://presence"
+SENSORS = "home://sensors/latest"
+LIGHT_PREFIX = "home://lights/"
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def latest_readings() -> list[dict[str, Any]]:
+    """The newest reading of every sensor."""
+    sensor = ("zone", "device_type", "device_id", "channel")
+    newest = TelemetryReading.objects.values(*sensor).annotate(at=Max("measured_at"))
+    readings = []
+    for row in newest:
+        reading = TelemetryReading.objects.filter(
+            **{k: row[k] for k in sensor}, measured_at=row["at"]
+        ).first()
+        if reading is not None:
+            readings.append(
+                {
+                    **{k: row[k] for k in sensor},
+                    "value": reading.value,
+                    "unit": reading.unit,
+                    "measured_at": reading.measured_at.isoformat(),
+                }
+            )
+    return readings
+
+
+class HomeResources:
+    scope = "read"
+    change_group = HOME_GROUP
+
+    def list_resources(self) -> list[Resource]:
+        fixed = [
+            Resource(STATE, "home", "El estado completo de la casa (luces, alarma, presencia)"),
+            Resource(ALARM, "alarm", "Si la alarma está armada"),
+            Resource(PRESENCE, "presence", "Quién está en casa"),
+            Resource(SENSORS, "sensors", "El último valor de cada sensor"),
+        ]
+        lights = [
+            Resource(f"{LIGHT_PREFIX}{name}", f"light-{name}", f"La luz {label or name} ({room})")
+            for name, label, room in Light.objects.values_list("name", "label", "room")
+        ]
+        return fixed + lights
+
+    def templates(self) -> list[ResourceTemplate]:
+        return [ResourceTemplate(f"{LIGHT_PREFIX}{{name}}", "light", "Una luz por su nombre, p. ej. salon")]
+
+    def handles(self, uri: str) -> bool:
+        return uri.startswith("home://")
+
+    def read(self, uri: str) -> str:
+        if uri == STATE:
+            return _dumps(selectors.get_all_states())
+        if uri == ALARM:
+            return _dumps(selectors.get_alarm_status())
+        if uri == PRESENCE:
+            return _dumps(selectors.get_presence())
+        if uri == SENSORS:
+            return _dumps({"sensors": latest_readings()})
+        if uri.startswith(LIGHT_PREFIX):
+            light = (
+                Light.objects.filter(name=uri[len(LIGHT_PREFIX) :])
+                .values("name", "label", "room", "on")
+                .first()
+            )
+            if light is not None:
+                return _dumps(light)
+        raise ResourceNotFound(uri)
+
+    def uris_for_event(self, event: dict[str, Any]) -> list[str]:
+        kind = event.get("kind")
+        if kind == "light":
+            return [STATE, f"{LIGHT_PREFIX}{event.get('name')}"]
+        if kind == "alarm":
+            return [STATE, ALARM]
+        if kind == "person":
+            return [STATE, PRESENCE]
+        if kind == "telemetry":
+            return [SENSORS]
+        if kind == "home":
+            return [
+                STATE,
+                ALARM,
+                PRESENCE,
+                *(f"{LIGHT_PREFIX}{n}" for n in Light.objects.values_list("name", flat=True)),
+            ]
+        return []
+
+
+def render_home_summary(arguments: dict[str, str]) -> list[dict[str, Any]]:
+    language = arguments.get("language") or "español"
+    state = selectors.get_all_states()
+    text = (
+        f"Este es el estado actual de la casa en JSON:\n{_dumps(state)}\n\n"
+        f"Resúmelo para su dueño en {language}, en dos o tres frases: qué luces están encendidas, "
+        "si la alarma está armada y quién está en casa. Señala lo que merece atención, como "
+        "luces encendidas o la alarma desarmada cuando no hay nadie."
+    )
+    return [{"role": "user", "content": {"type": "text", "text": text}}]
+
+
+HOME_SUMMARY = Prompt(
+    name="home_summary",
+    title="Resumen de la casa",
+    description="Pide al modelo un resumen del estado de la casa y de lo que requiere atención",
+    render=render_home_summary,
+    arguments=[PromptArgument("language", "Idioma del resumen (por defecto español)")],
+)

@@ -1,0 +1,123 @@
+"""MCP resources and prompts: read-only views of an app's state, declared by the app.
+
+Apps register providers here (from their `mcp_tools.py`). A resource provider lists
+concrete resources and URI templates, reads a URI, and says which URIs a change event
+touches, so sessions subscribed to those URIs hear `notifications/resources/updated`.
+Change events reach sessions through the channel-layer groups the providers name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class Resource:
+    uri: str
+    name: str
+    description: str
+    mime_type: str = "application/json"
+
+    def definition(self) -> dict[str, Any]:
+        return {
+            "uri": self.uri,
+            "name": self.name,
+            "description": self.description,
+            "mimeType": self.mime_type,
+        }
+
+
+@dataclass(frozen=True)
+class ResourceTemplate:
+    uri_template: str
+    name: str
+    description: str
+    mime_type: str = "application/json"
+
+    def definition(self) -> dict[str, Any]:
+        return {
+            "uriTemplate": self.uri_template,
+            "name": self.name,
+            "description": self.description,
+            "mimeType": self.mime_type,
+        }
+
+
+class ResourceNotFound(Exception):
+    pass
+
+
+class ResourceProvider(Protocol):
+    scope: str
+    change_group: str  # channel-layer group whose messages may touch these resources
+
+    def list_resources(self) -> list[Resource]: ...
+
+    def templates(self) -> list[ResourceTemplate]: ...
+
+    def handles(self, uri: str) -> bool: ...
+
+    def read(self, uri: str) -> str:
+        """The resource's text; ResourceNotFound for an unknown URI. May use the ORM."""
+        ...
+
+    def uris_for_event(self, event: dict[str, Any]) -> list[str]: ...
+
+
+@dataclass
+class PromptArgument:
+    name: str
+    description: str
+    required: bool = False
+
+
+@dataclass
+class Prompt:
+    name: str
+    description: str
+    render: Callable[[dict[str, str]], list[dict[str, Any]]]  # arguments -> messages; may use the ORM
+    scope: str = "read"
+    arguments: list[PromptArgument] = field(default_factory=list)
+    title: str | None = None
+
+    def definition(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"name": self.name, "description": self.description}
+        if self.title:
+            data["title"] = self.title
+        data["arguments"] = [
+            {"name": a.name, "description": a.description, "required": a.required} for a in self.arguments
+        ]
+        return data
+
+
+class ResourceRegistry:
+    def __init__(self) -> None:
+        self.providers: list[ResourceProvider] = []
+        self.prompts: dict[str, Prompt] = {}
+
+    def add_provider(self, provider: ResourceProvider) -> None:
+        self.providers.append(provider)
+
+    def add_prompt(self, prompt: Prompt) -> None:
+        self.prompts[prompt.name] = prompt
+
+    @property
+    def change_groups(self) -> set[str]:
+        return {p.change_group for p in self.providers}
+
+    def visible(self, scopes: frozenset[str]) -> list[ResourceProvider]:
+        return [p for p in self.providers if p.scope in scopes]
+
+    def provider_for(self, uri: str, scopes: frozenset[str]) -> ResourceProvider:
+        for provider in self.visible(scopes):
+            if provider.handles(uri):
+                return provider
+        raise ResourceNotFound(uri)
+
+    def uris_for_event(self, event: dict[str, Any]) -> set[str]:
+        return {uri for p in self.providers for uri in p.uris_for_event(event)}
+
+
+resources = ResourceRegistry()
