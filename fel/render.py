@@ -28,7 +28,7 @@ from fel.errors import FelError
 from fel.money import exact, money, money_grouped
 from fel.parsing import Document, Item
 from fel.themes import Theme
-from fel.validation import Validation
+from fel.validation import NO_IVA_TYPES, Validation
 from fel.words import amount_in_words
 
 SAT_VERIFY_URL = "https://felpub.c.sat.gob.gt/verificador-web/publico/vistas/verificacionDte.jsf"
@@ -44,6 +44,7 @@ HEAD_H = 20
 LEADING = 10.5
 ROW_PAD = 7
 QR_SIZE = 96
+HEADER_TEXT_W = 220  # the emisor's block, left of the document box
 # Any of the eight masks gives a valid, scannable code (the format bits name it); trying all
 # eight to score them is 80 % of a PDF's rendering time, so one fixed mask is used.
 QR_MASK = 4
@@ -293,16 +294,20 @@ class _Painter:
         self._top_bar()
         self._logo_box(MARGIN, TOP - 64, 64)
         x, y = MARGIN + 76, TOP - 12
-        self._text(x, y, emisor.commercial_name or emisor.name, BOLD, 14)
+        heading = emisor.commercial_name or emisor.name
+        size = 14 if self.c.stringWidth(heading, BOLD, 14) <= HEADER_TEXT_W else 10.5
+        self._text(x, y, simpleSplit(heading, BOLD, size, HEADER_TEXT_W)[0], BOLD, size)
         y -= 14
         if emisor.commercial_name and emisor.name and emisor.name != emisor.commercial_name:
-            self._text(x, y, emisor.name, REGULAR, 8.5, "muted")
-            y -= 12
+            for line in simpleSplit(emisor.name, REGULAR, 8.5, HEADER_TEXT_W)[:2]:
+                self._text(x, y, line, REGULAR, 8.5, "muted")
+                y -= 11
+            y -= 1
         self._text(
             x, y, f"NIT {emisor.tax_id or '—'}   ·   Establecimiento {emisor.establishment or '—'}", BOLD, 8.5
         )
         y -= 11
-        for line in simpleSplit(emisor.address, REGULAR, 8, 220)[:3]:
+        for line in simpleSplit(emisor.address, REGULAR, 8, HEADER_TEXT_W)[:3]:
             self._text(x, y, line, REGULAR, 8, "muted")
             y -= 10
         if emisor.email:
@@ -435,7 +440,8 @@ class _Painter:
         y = top - 14
         # Totals box, right.
         bx = PAGE_W - MARGIN - TOTALS_W
-        lines = [("Subtotal (sin IVA)", totals.subtotal), ("IVA (12 %)", totals.iva)]
+        iva_label = "IVA (no aplica)" if doc.tipo in NO_IVA_TYPES else "IVA (12 %)"
+        lines = [("Subtotal (sin IVA)", totals.subtotal), (iva_label, totals.iva)]
         row_y = y - 12
         for label, value in lines:
             self._text(bx + 8, row_y, label, REGULAR, 9, "muted")

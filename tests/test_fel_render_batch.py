@@ -162,6 +162,14 @@ def test_pdf_is_a_real_pdf_image(root, tmp_path):
         "fel_render",
         {"xml_path": "data/xml/fact_megaprint_3items_redondeo-2-decimales.xml", "out_path": "data/p.pdf"},
     )
-    command = ["pdftoppm", "-png", "-r", "30", "-singlefile", str(root / "p.pdf"), str(tmp_path / "page")]
+    command = ["pdftoppm", "-png", "-r", "100", "-singlefile", str(root / "p.pdf"), str(tmp_path / "page")]
     subprocess.run(command, check=True)
     assert Image.open(tmp_path / "page.png").size[0] > 200
+    if shutil.which("zbarimg"):  # the QR holds SAT's verification URL and scans
+        scanned = subprocess.run(
+            ["zbarimg", "-q", "--raw", str(tmp_path / "page.png")], capture_output=True, text=True
+        )
+        assert (
+            "numero=C3451378-3785-463C-ADE5-6A428D6B3939&emisor=75423952&receptor=CF&monto=84.00"
+            in scanned.stdout
+        )
