@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.db import transaction
 
-from devices.broadcast import broadcast_on_commit
+from devices.broadcast import broadcast_on_commit, deferred
 from devices.errors import LightNotFound, PersonNotFound
 from devices.models import Alarm, Event, Light, Person
 
@@ -109,9 +108,9 @@ def set_person_presence(name: str, present: bool, *, actor: str, interface: str)
     return person
 
 
-aset_light_state = sync_to_async(set_light_state)
-aset_alarm_state = sync_to_async(set_alarm_state)
-aset_person_presence = sync_to_async(set_person_presence)
+aset_light_state = deferred(set_light_state)
+aset_alarm_state = deferred(set_alarm_state)
+aset_person_presence = deferred(set_person_presence)
 
 
 def seed_home(*, reset: bool = False) -> dict[str, int]:
