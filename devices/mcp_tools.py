@@ -1,10 +1,14 @@
-"""Seed 000's six home tools, with its exact names, shapes and Spanish errors."""
+"""Seed 000's six home tools, with its exact names, shapes and Spanish errors; and the
+tools that reach ESP32 agents by name (each agent's own tools are offered by the gateway)."""
 
-from pydantic import BaseModel, ConfigDict
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from devices import selectors, services
 from devices.errors import HomeError
-from mcp_endpoint.registry import ToolContext, ToolError, tool
+from devices.gateway import gateway
+from mcp_endpoint.registry import ToolContext, ToolError, ToolResult, tool
 
 
 class NoArguments(BaseModel):
@@ -87,3 +91,54 @@ async def set_alarm_state(args: SetAlarmInput, ctx: ToolContext) -> Outcome:
 def get_all_states(args: NoArguments, ctx: ToolContext) -> AllStates:
     """Obtiene un snapshot completo del estado del sistema"""
     return selectors.get_all_states()
+
+
+class AgentToolInfo(BaseModel):
+    name: str
+    description: str
+    available: bool
+    gateway_name: str | None = Field(None, description="The name to call it by directly, while online")
+
+
+class AgentInfo(BaseModel):
+    agent_id: str
+    name: str
+    transport: str
+    online: bool
+    last_seen: str | None
+    server_info: dict[str, Any]
+    tools: list[AgentToolInfo]
+
+
+class AgentList(BaseModel):
+    agents: list[AgentInfo]
+
+
+class CallAgentToolInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    agent_id: str = Field(description="The agent, as list_agents names it")
+    tool: str = Field(description="The device's own tool name, e.g. self.audio_speaker.set_volume")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="As the tool's input schema asks")
+
+
+@tool(scope="devices", read_only=True)
+def list_agents(args: NoArguments, ctx: ToolContext) -> AgentList:
+    """Lists the ESP32 agents (devices), whether each is online, and the tools each one offers"""
+    agents = []
+    for agent in selectors.list_agents():
+        names = gateway.names_of(agent["agent_id"])
+        last_seen = agent["last_seen"]
+        agents.append(
+            {
+                **agent,
+                "last_seen": last_seen.isoformat() if last_seen else None,
+                "tools": [{**t, "gateway_name": names.get(t["name"])} for t in agent["tools"]],
+            }
+        )
+    return {"agents": agents}
+
+
+@tool(scope="devices", open_world=True)
+async def call_agent_tool(args: CallAgentToolInput, ctx: ToolContext) -> ToolResult:
+    """Calls one tool of an online ESP32 agent and returns the device's answer"""
+    return await gateway.call(args.agent_id, args.tool, args.arguments, ctx.caller)

@@ -62,6 +62,9 @@ class Agent(models.Model):
     capabilities = models.JSONField(default=dict, blank=True)
     token_hash = models.CharField(max_length=128, blank=True, editable=False)
     call_timeout = models.FloatField(default=30.0, help_text="Seconds to wait for a tool call.")
+    # The hub-assigned session of the live connection: a late disconnect of an older
+    # connection must not mark a device offline that has already reconnected.
+    session_id = models.CharField(max_length=64, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

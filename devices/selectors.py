@@ -14,7 +14,7 @@ from asgiref.sync import sync_to_async
 from django.db import connections, router
 from django.db.models import Model, QuerySet
 
-from devices.models import Alarm, Light, Person
+from devices.models import Agent, AgentTool, Alarm, Light, Person
 
 _compiled: dict[tuple[Callable[[], QuerySet], str], tuple[str, tuple[Any, ...]]] = {}
 
@@ -74,3 +74,56 @@ aget_presence = sync_to_async(get_presence)
 aget_alarm_status = sync_to_async(get_alarm_status)
 alist_lights_on = sync_to_async(list_lights_on)
 aget_all_states = sync_to_async(get_all_states)
+
+
+# --- ESP32 agents ---------------------------------------------------------------------------
+
+
+def agent_device_tools(agent_ids: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Approved online agents (all, or those of `agent_ids`) with their available tools:
+    `{agent_id: {"name", "call_timeout", "tools": [{"name", "description", "inputSchema"}]}}`."""
+    agents = Agent.objects.filter(online=True, approved=True)
+    if agent_ids is not None:
+        agents = agents.filter(agent_id__in=agent_ids)
+    found = {
+        agent_id: {"name": name, "call_timeout": timeout, "tools": []}
+        for agent_id, name, timeout in agents.values_list("agent_id", "name", "call_timeout")
+    }
+    tools = AgentTool.objects.filter(agent__agent_id__in=list(found), available=True).order_by(
+        "agent_id", "name"
+    )
+    for agent_id, name, description, schema in tools.values_list(
+        "agent__agent_id", "name", "description", "input_schema"
+    ):
+        found[agent_id]["tools"].append({"name": name, "description": description, "inputSchema": schema})
+    return found
+
+
+def list_agents() -> list[dict[str, Any]]:
+    """Every approved agent, online or not, with the tools it is known to have."""
+    agents = {
+        row["agent_id"]: {**row, "tools": []}
+        for row in Agent.objects.filter(approved=True).values(
+            "agent_id", "name", "transport", "online", "last_seen", "server_info"
+        )
+    }
+    for agent_id, name, description, available in AgentTool.objects.filter(agent__approved=True).values_list(
+        "agent__agent_id", "name", "description", "available"
+    ):
+        agents[agent_id]["tools"].append({"name": name, "description": description, "available": available})
+    return list(agents.values())
+
+
+def agent_presence(agent_id: str) -> str:
+    """'online', 'offline', 'pending' (not approved) or 'unknown'."""
+    row = Agent.objects.filter(agent_id=agent_id).values_list("approved", "online").first()
+    if row is None:
+        return "unknown"
+    approved, online = row
+    if not approved:
+        return "pending"
+    return "online" if online else "offline"
+
+
+aagent_device_tools = sync_to_async(agent_device_tools)
+aagent_presence = sync_to_async(agent_presence)

@@ -1,7 +1,8 @@
 """ASGI entry point (`daphne homehub.asgi:application`).
 
 HTTP: `/mcp` goes straight to the MCP Streamable HTTP app (no Django middleware on the
-hot path); everything else to Django. WebSockets: Channels' routes of every app.
+hot path); everything else to Django. WebSockets: Channels' routes of every app. The
+device gateway starts with the process's first connection.
 """
 
 import os
@@ -14,6 +15,7 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from devices.gateway import with_gateway  # noqa: E402
 from homehub.routing import websocket_urlpatterns  # noqa: E402
 from mcp_endpoint.transports.http import StreamableHttpApp  # noqa: E402
 
@@ -26,9 +28,11 @@ async def http_router(scope, receive, send):
     await app(scope, receive, send)
 
 
-application = ProtocolTypeRouter(
-    {
-        "http": http_router,
-        "websocket": AuthMiddlewareStack(URLRouter(websocket_urlpatterns)),
-    }
+application = with_gateway(
+    ProtocolTypeRouter(
+        {
+            "http": http_router,
+            "websocket": AuthMiddlewareStack(URLRouter(websocket_urlpatterns)),
+        }
+    )
 )

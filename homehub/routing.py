@@ -1,5 +1,6 @@
 """WebSocket routes of every app, gathered in one list for the ASGI router."""
 
+from devices.routing import websocket_urlpatterns as device_routes
 from mcp_endpoint.routing import websocket_urlpatterns as mcp_routes
 
-websocket_urlpatterns: list = [*mcp_routes]
+websocket_urlpatterns: list = [*mcp_routes, *device_routes]

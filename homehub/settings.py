@@ -165,6 +165,15 @@ MCP_HTTP_JSON_RESPONSE = env_bool("MCP_HTTP_JSON_RESPONSE", False)
 MCP_RATE_LIMIT = int(os.environ.get("MCP_RATE_LIMIT", 600))
 MCP_RATE_WINDOW_SECONDS = int(os.environ.get("MCP_RATE_WINDOW_SECONDS", 60))
 
+# --- ESP32 devices (/ws/devices/) ------------------------------------------------------------
+# Let devices nobody registered connect, as agents pending an admin's approval.
+DEVICES_ACCEPT_UNKNOWN = env_bool("DEVICES_ACCEPT_UNKNOWN", False)
+# Larger frames from a device are ignored (daphne itself closes the socket past 1 MiB).
+DEVICE_MAX_MESSAGE_BYTES = int(os.environ.get("DEVICE_MAX_MESSAGE_BYTES", 64 * 1024))
+# Offered to devices in `initialize` (capabilities.vision) when set.
+DEVICE_VISION_URL = os.environ.get("DEVICE_VISION_URL", "")
+DEVICE_VISION_TOKEN = os.environ.get("DEVICE_VISION_TOKEN", "")
+
 # --- Cache (rate limits): shared through Redis when REDIS_URL is set ------------------------
 if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}

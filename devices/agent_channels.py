@@ -1,0 +1,55 @@
+"""Channel-layer names and messages that tie ESP32 agents to every hub process.
+
+- Each connected device's consumer joins its agent's group; the gateway sends tool calls
+  there, so a call reaches whichever process holds the socket.
+- Every process's gateway listens on `AGENT_CHANGES_GROUP`; a device coming, going or
+  being rediscovered is announced there, so each process refreshes its view of the
+  agents' tools and tells its MCP sessions that the tool list changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+
+logger = logging.getLogger(__name__)
+
+AGENT_CHANGES_GROUP = "devices.agents.changed"
+
+# Message types (Channels maps "agent.call" to the consumer method `agent_call`).
+CALL = "agent.call"
+REPLY = "agent.reply"
+APPROVED = "agent.approved"
+REPLACED = "agent.replaced"
+CHANGED = "agents.changed"
+
+
+def agent_group(agent_id: str) -> str:
+    """The group of an agent's live connection (agent ids may hold characters, such as a
+    MAC's colons, that group names may not)."""
+    return "agent." + hashlib.sha256(agent_id.encode()).hexdigest()[:32]
+
+
+def _group_send(group: str, message: dict[str, Any]) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        async_to_sync(layer.group_send)(group, message)
+    except Exception:  # a dead Redis must not undo a committed change
+        logger.exception("could not send %s to %s", message.get("type"), group)
+
+
+def announce_agent_change_on_commit(agent_id: str) -> None:
+    """After commit, tell every process that this agent's tools or presence changed."""
+    transaction.on_commit(lambda: _group_send(AGENT_CHANGES_GROUP, {"type": CHANGED, "agent_id": agent_id}))
+
+
+def tell_agent_on_commit(agent_id: str, message_type: str) -> None:
+    """After commit, send a control message (such as `APPROVED`) to the agent's connection."""
+    transaction.on_commit(lambda: _group_send(agent_group(agent_id), {"type": message_type}))
