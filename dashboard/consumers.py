@@ -1,0 +1,40 @@
+"""`/ws/home/`: live updates for the dashboard's pages (logged-in users only).
+
+Joins the channel layer's home group, where `devices.services` announce every change, and
+forwards each `home.event` to the browser as one JSON text frame.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from devices.broadcast import HOME_GROUP
+
+UNAUTHORIZED = 4401
+
+
+class HomeConsumer(AsyncJsonWebsocketConsumer):
+    joined = False
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=UNAUTHORIZED)
+            return
+        await self.channel_layer.group_add(HOME_GROUP, self.channel_name)
+        self.joined = True
+        await self.accept()
+        await self.send_json({"type": "hello", "user": user.get_username()})
+
+    async def disconnect(self, code: int) -> None:
+        if self.joined:
+            await self.channel_layer.group_discard(HOME_GROUP, self.channel_name)
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        if isinstance(content, dict) and content.get("type") == "ping":
+            await self.send_json({"type": "pong"})
+
+    async def home_event(self, message: dict[str, Any]) -> None:
+        await self.send_json({"type": "event", "event": message.get("event", {})})

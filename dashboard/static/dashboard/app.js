@@ -1,0 +1,255 @@
+// HomeHub dashboard: progressive enhancement of the server-rendered pages.
+// - forms post with fetch (JSON answers) so switches react without a reload;
+// - /ws/home/ pushes every change made anywhere; the page applies it at once and
+//   refreshes its [data-refresh] regions; a banner shows while the socket is down.
+(function () {
+  "use strict";
+
+  function csrf(form) {
+    var field = form.querySelector("input[name=csrfmiddlewaretoken]");
+    return field ? field.value : "";
+  }
+
+  function post(form, extra) {
+    var data = new FormData(form);
+    if (extra) Object.keys(extra).forEach(function (k) { data.set(k, extra[k]); });
+    return fetch(form.action, {
+      method: "POST",
+      body: data,
+      credentials: "same-origin",
+      headers: { "Accept": "application/json", "X-CSRFToken": csrf(form) },
+    }).then(function (r) {
+      return r.json().catch(function () { return {}; }).then(function (body) {
+        if (!r.ok) throw new Error(body.error || ("Request failed (" + r.status + ")"));
+        return body;
+      });
+    });
+  }
+
+  // --- applying state -------------------------------------------------------------------
+  function setLight(name, on) {
+    document.querySelectorAll('[data-light="' + CSS.escape(name) + '"]').forEach(function (btn) {
+      btn.setAttribute("aria-checked", on ? "true" : "false");
+      var state = btn.querySelector(".switch-state");
+      if (state) state.textContent = on ? "On" : "Off";
+      var form = btn.closest("form");
+      if (form) form.querySelector("input[name=on]").value = on ? "0" : "1";
+    });
+  }
+
+  function setAlarm(armed) {
+    var box = document.querySelector("[data-alarm]");
+    if (!box) return;
+    box.dataset.alarm = armed ? "armed" : "disarmed";
+    box.classList.toggle("is-armed", armed);
+    box.classList.toggle("is-disarmed", !armed);
+    document.getElementById("alarm-text").textContent = armed ? "Armed" : "Disarmed";
+    document.getElementById("alarm-help").textContent = armed ? "The house is protected." : "The alarm is off.";
+    document.getElementById("arm-btn").disabled = armed;
+    document.getElementById("disarm-btn").disabled = !armed;
+  }
+
+  function setPerson(name, present) {
+    var row = document.querySelector('[data-person="' + CSS.escape(name) + '"]');
+    if (!row) return;
+    row.classList.toggle("is-home", present);
+    row.querySelector(".person-state").textContent = present ? "Home" : "Away";
+    row.querySelector("input[name=present]").value = present ? "0" : "1";
+    row.querySelector("button").firstChild.textContent = present ? "Mark away" : "Mark home";
+    var count = document.getElementById("home-count");
+    if (count) count.textContent = document.querySelectorAll(".person.is-home").length;
+  }
+
+  // Re-render the page's live regions (and switch states) from a fresh copy of the page.
+  var refreshTimer = null;
+  function refreshSoon(delay) {
+    if (refreshTimer) return;
+    refreshTimer = setTimeout(function () {
+      refreshTimer = null;
+      fetch(location.href, { credentials: "same-origin", headers: { "Accept": "text/html" } })
+        .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
+        .then(function (html) {
+          var doc = new DOMParser().parseFromString(html, "text/html");
+          document.querySelectorAll("[data-refresh]").forEach(function (el) {
+            if (!el.id || el.contains(document.activeElement) && document.activeElement !== document.body) return;
+            var fresh = doc.getElementById(el.id);
+            if (fresh) el.replaceWith(fresh);
+          });
+          doc.querySelectorAll("[data-light]").forEach(function (b) {
+            setLight(b.dataset.light, b.getAttribute("aria-checked") === "true");
+          });
+          var alarm = doc.querySelector("[data-alarm]");
+          if (alarm) setAlarm(alarm.dataset.alarm === "armed");
+          doc.querySelectorAll("[data-person]").forEach(function (p) {
+            setPerson(p.dataset.person, p.classList.contains("is-home"));
+          });
+        })
+        .catch(function () { /* the next event or reconnect tries again */ });
+    }, delay || 250);
+  }
+
+  function applyEvent(ev) {
+    if (ev.kind === "light" && ev.name) setLight(ev.name, !!ev.on);
+    else if (ev.kind === "alarm") setAlarm(!!ev.armed);
+    else if (ev.kind === "person" && ev.name) setPerson(ev.name, !!ev.present);
+    if (document.querySelector("[data-refresh]") || ev.kind === "home") refreshSoon();
+  }
+
+  // --- the live socket ------------------------------------------------------------------
+  var retry = 0, everOpen = false;
+  function banner(show) {
+    var b = document.getElementById("live-banner");
+    if (b) b.hidden = !show;
+    var dot = document.getElementById("live-dot");
+    if (dot) dot.classList.toggle("on", !show);
+    document.body.dataset.socket = show ? "down" : "up";
+  }
+  function connect() {
+    var scheme = location.protocol === "https:" ? "wss://" : "ws://";
+    var ws;
+    try { ws = new WebSocket(scheme + location.host + "/ws/home/"); } catch (e) { return schedule(); }
+    ws.onopen = function () {
+      retry = 0;
+      banner(false);
+      if (everOpen) refreshSoon(0);  // catch up on what happened while we were away
+      everOpen = true;
+    };
+    ws.onmessage = function (msg) {
+      var data;
+      try { data = JSON.parse(msg.data); } catch (e) { return; }
+      if (data.type === "event" && data.event) applyEvent(data.event);
+    };
+    ws.onclose = function () { banner(true); schedule(); };
+    window.homehubSocket = ws;
+  }
+  function schedule() {
+    retry = Math.min(retry + 1, 6);
+    setTimeout(connect, Math.min(500 * Math.pow(2, retry - 1), 10000));
+  }
+
+  // --- forms ----------------------------------------------------------------------------
+  function enhance() {
+    document.querySelectorAll("[data-light-form]").forEach(function (form) {
+      form.addEventListener("submit", function (e) {
+        e.preventDefault();
+        var btn = form.querySelector(".switch");
+        btn.classList.add("busy");
+        post(form).then(function (body) { setLight(body.name, body.on); })
+          .catch(function (err) { alert(err.message); })
+          .finally(function () { btn.classList.remove("busy"); });
+      });
+    });
+
+    document.querySelectorAll("[data-person-form]").forEach(function (form) {
+      form.addEventListener("submit", function (e) {
+        e.preventDefault();
+        post(form).then(function (body) { setPerson(body.name, body.present); })
+          .catch(function (err) { alert(err.message); });
+      });
+    });
+
+    var dialog = document.getElementById("disarm-dialog");
+    var armForm = document.querySelector('[data-alarm-form="arm"]');
+    var disarmForm = document.querySelector('[data-alarm-form="disarm"]');
+    if (armForm) armForm.addEventListener("submit", function (e) {
+      e.preventDefault();
+      post(armForm).then(function (body) { setAlarm(body.armed); }).catch(function (err) { alert(err.message); });
+    });
+    if (disarmForm && dialog && dialog.showModal) {
+      disarmForm.addEventListener("submit", function (e) {
+        e.preventDefault();
+        dialog.showModal();
+        document.getElementById("disarm-confirm").focus();
+      });
+      dialog.querySelector("[data-close]").addEventListener("click", function () { dialog.close(); });
+      dialog.querySelector("form").addEventListener("submit", function (e) {
+        e.preventDefault();
+        post(dialog.querySelector("form")).then(function (body) {
+          setAlarm(body.armed);
+          dialog.close();
+          document.getElementById("arm-btn").focus();
+        }).catch(function (err) { alert(err.message); });
+      });
+    }
+
+    document.querySelectorAll("[data-tool-form]").forEach(function (form) {
+      form.addEventListener("submit", function (e) {
+        e.preventDefault();
+        var out = form.querySelector(".tool-output");
+        out.textContent = "Calling…";
+        post(form).then(function (body) {
+          out.textContent = JSON.stringify(body.result, null, 2);
+        }).catch(function (err) { out.textContent = err.message; });
+      });
+    });
+
+    var upload = document.getElementById("upload-form");
+    if (upload) upload.addEventListener("submit", function (e) {
+      var input = document.getElementById("files");
+      var files = Array.prototype.slice.call(input.files);
+      if (!files.length) return;
+      e.preventDefault();
+      var wrap = document.getElementById("upload-progress");
+      var bar = document.getElementById("upload-bar");
+      var label = document.getElementById("upload-label");
+      var list = document.createElement("ul");
+      list.className = "results";
+      var results = document.getElementById("upload-results");
+      results.innerHTML = "";
+      results.appendChild(list);
+      wrap.hidden = false;
+      bar.max = files.length;
+      bar.value = 0;
+      var done = 0, valid = 0;
+      function report(name, body) {
+        var li = document.createElement("li");
+        var ok = body && body.ok;
+        li.className = "result " + (ok ? "ok" : "bad");
+        var p = document.createElement("p");
+        var strong = document.createElement("strong");
+        strong.textContent = body && body.name || name;
+        p.appendChild(strong);
+        var issues = (body && body.issues) || [];
+        p.appendChild(document.createTextNode(" — " + (ok ? "valid" : body && body.error ? "could not be read" : issues.length + " issue" + (issues.length === 1 ? "" : "s"))));
+        if (body && body.totals) {
+          var t = document.createElement("span"); t.className = "muted small"; t.textContent = "Total " + body.totals.total; p.appendChild(t);
+        }
+        if (body && body.has_pdf) {
+          var a = document.createElement("a"); a.href = "/invoices/" + body.invoice_id + "/pdf/"; a.textContent = "Download PDF"; a.setAttribute("download", ""); p.appendChild(a);
+        }
+        li.appendChild(p);
+        if (body && body.error) { var er = document.createElement("p"); er.className = "msg msg-error"; er.textContent = body.error; li.appendChild(er); }
+        if (issues.length) {
+          var ul = document.createElement("ul"); ul.className = "issues";
+          issues.forEach(function (i) { var x = document.createElement("li"); x.textContent = i; ul.appendChild(x); });
+          li.appendChild(ul);
+        }
+        list.appendChild(li);
+        if (ok) valid++;
+      }
+      function next(i) {
+        if (i >= files.length) {
+          label.textContent = "Done: " + done + " file" + (done === 1 ? "" : "s") + ", " + valid + " valid.";
+          input.value = "";
+          refreshSoon(0);
+          return;
+        }
+        label.textContent = "Processing " + (i + 1) + " of " + files.length + ": " + files[i].name;
+        var data = new FormData();
+        data.append("files", files[i]);
+        fetch(upload.action, { method: "POST", body: data, credentials: "same-origin",
+          headers: { "Accept": "application/json", "X-CSRFToken": csrf(upload) } })
+          .then(function (r) { return r.json(); })
+          .then(function (body) { report(files[i].name, (body.results || [])[0] || body); })
+          .catch(function (err) { report(files[i].name, { ok: false, error: String(err) }); })
+          .finally(function () { done++; bar.value = done; next(i + 1); });
+      }
+      next(0);
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    enhance();
+    if (document.body.dataset.live) connect();
+  });
+})();

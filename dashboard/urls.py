@@ -1,0 +1,25 @@
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from dashboard import views
+
+app_name = "dashboard"
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("login/", auth_views.LoginView.as_view(template_name="dashboard/login.html"), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(next_page="dashboard:login"), name="logout"),
+    path("lights/<slug:name>/", views.switch_light, name="light"),
+    path("alarm/", views.set_alarm, name="alarm"),
+    path("people/<str:name>/", views.set_presence, name="person"),
+    path("sensors/", views.sensors, name="sensors"),
+    path(
+        "sensors/<str:zone>/<str:device_type>/<str:device_id>/<str:channel>/",
+        views.sensor_detail,
+        name="sensor",
+    ),
+    path("devices/", views.devices, name="devices"),
+    path("invoices/", views.invoices, name="invoices"),
+    path("invoices/<int:pk>/pdf/", views.invoice_pdf, name="invoice_pdf"),
+    path("activity/", views.activity, name="activity"),
+]

@@ -1,0 +1,281 @@
+"""The homeowner's dashboard: thin views over `devices.history` (reads) and the services
+(writes, audited with interface `dashboard` and the user's name as actor).
+
+Forms work without JavaScript (post, then redirect); `static/dashboard/app.js` enhances
+them (fetch with `Accept: application/json`, live updates over `/ws/home/`)."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from dashboard.charts import line_chart
+from dashboard.toolforms import arguments_from, fields_for
+from devices import history, services
+from devices.agent_calls import AgentCallError, call_agent_tool, gateway_available
+from devices.errors import HomeError
+from devices.models import Event
+
+DASHBOARD = Event.Interface.DASHBOARD
+EVENTS_PER_PAGE = 25
+INVOICES_PER_PAGE = 20
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    return "application/json" in request.headers.get("Accept", "")
+
+
+def _flag(value: str | None) -> bool:
+    return (value or "").lower() in {"1", "true", "on", "yes"}
+
+
+def _actor(request: HttpRequest) -> str:
+    return request.user.get_username()
+
+
+# --- home ------------------------------------------------------------------------------------
+
+
+@require_GET
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    people = history.people()
+    return render(
+        request,
+        "dashboard/home.html",
+        {
+            "page": "home",
+            "rooms": history.lights_by_room(),
+            "alarm": history.alarm(),
+            "people": people,
+            "home_count": sum(p["present"] for p in people),
+            "sensors": history.latest_readings()[:12],
+            "agents": [a for a in history.agents() if a["online"] and a["approved"]],
+        },
+    )
+
+
+@require_POST
+@login_required
+def switch_light(request: HttpRequest, name: str) -> HttpResponse:
+    try:
+        light = services.set_light_state(
+            name, _flag(request.POST.get("on")), actor=_actor(request), interface=DASHBOARD
+        )
+    except HomeError as exc:
+        if _wants_json(request):
+            return JsonResponse({"error": str(exc)}, status=404)
+        raise Http404(str(exc)) from None
+    if _wants_json(request):
+        return JsonResponse({"name": light.name, "on": light.on})
+    return redirect("dashboard:home")
+
+
+def set_alarm(request: HttpRequest) -> HttpResponse:
+    """GET: the confirmation page for disarming (without JavaScript). POST: arm or disarm;
+    disarming needs `confirm=yes`."""
+    if request.method == "GET":
+        return render(request, "dashboard/confirm_disarm.html", {"page": "home", "alarm": history.alarm()})
+    if request.method != "POST":
+        return HttpResponse(status=405, headers={"Allow": "GET, POST"})
+    armed = _flag(request.POST.get("armed"))
+    if not armed and request.POST.get("confirm") != "yes":
+        if _wants_json(request):
+            return JsonResponse({"error": "Disarming needs confirmation (confirm=yes)."}, status=400)
+        return redirect("dashboard:alarm")
+    alarm = services.set_alarm_state(armed, actor=_actor(request), interface=DASHBOARD)
+    if _wants_json(request):
+        return JsonResponse({"armed": alarm.armed})
+    messages.success(request, "Alarm armed." if alarm.armed else "Alarm disarmed.")
+    return redirect("dashboard:home")
+
+
+set_alarm = login_required(set_alarm)
+
+
+@require_POST
+@login_required
+def set_presence(request: HttpRequest, name: str) -> HttpResponse:
+    try:
+        person = services.set_person_presence(
+            name, _flag(request.POST.get("present")), actor=_actor(request), interface=DASHBOARD
+        )
+    except HomeError as exc:
+        if _wants_json(request):
+            return JsonResponse({"error": str(exc)}, status=404)
+        raise Http404(str(exc)) from None
+    if _wants_json(request):
+        return JsonResponse({"name": person.name, "present": person.present})
+    return redirect("dashboard:home")
+
+
+# --- sensors ---------------------------------------------------------------------------------
+
+
+@require_GET
+@login_required
+def sensors(request: HttpRequest) -> HttpResponse:
+    return render(
+        request, "dashboard/sensors.html", {"page": "sensors", "sensors": history.latest_readings()}
+    )
+
+
+@require_GET
+@login_required
+def sensor_detail(
+    request: HttpRequest, zone: str, device_type: str, device_id: str, channel: str
+) -> HttpResponse:
+    key = history.SensorKey(zone, device_type, device_id, channel)
+    if not history.sensor_exists(key):
+        raise Http404("No such sensor")
+    range_name = request.GET.get("range", "day")
+    if range_name not in history.RANGES:
+        range_name = "day"
+    series = history.sensor_series(key, range_name)
+    latest = history.sensor_readings(key).values("value", "unit", "measured_at").first()
+    values = [v for _, v in series["points"]]
+    title = f"{channel.replace('_', ' ')} in {zone} over the last {range_name}"
+    return render(
+        request,
+        "dashboard/sensor_detail.html",
+        {
+            "page": "sensors",
+            "key": key,
+            "range": range_name,
+            "ranges": list(history.RANGES),
+            "chart": line_chart(series, range_name, title),
+            "latest": latest,
+            "stats": {"min": min(values), "max": max(values), "count": len(values)} if values else None,
+            "recent": list(history.sensor_readings(key).values("value", "unit", "measured_at")[:10]),
+        },
+    )
+
+
+# --- devices ---------------------------------------------------------------------------------
+
+
+def _agents_with_forms() -> list[dict]:
+    agents = history.agents()
+    for agent in agents:
+        for tool in agent["tools"]:
+            tool["fields"] = fields_for(tool["input_schema"])
+    return agents
+
+
+@login_required
+def devices(request: HttpRequest) -> HttpResponse:
+    context = {"page": "devices", "gateway": gateway_available()}
+    if request.method == "POST":
+        agent_id, tool_name = request.POST.get("agent_id", ""), request.POST.get("tool", "")
+        tool = history.agent_tool(agent_id, tool_name)
+        status, result = 200, None
+        if tool is None:
+            status, result = 404, {"error": f"Agent '{agent_id}' has no tool '{tool_name}'."}
+        else:
+            arguments, errors = arguments_from(tool["input_schema"], request.POST)
+            if errors:
+                status, result = 400, {"error": "Check the highlighted fields.", "fields": errors}
+            else:
+                try:
+                    result = {
+                        "result": call_agent_tool(
+                            agent_id, tool_name, arguments, actor=_actor(request), interface=DASHBOARD
+                        )
+                    }
+                except AgentCallError as exc:
+                    status, result = exc.status, {"error": exc.message}
+        if _wants_json(request):
+            return JsonResponse(result, status=status)
+        context["call"] = {"agent_id": agent_id, "tool": tool_name, **result}
+    elif request.method != "GET":
+        return HttpResponse(status=405, headers={"Allow": "GET, POST"})
+    context["agents"] = _agents_with_forms()
+    return render(request, "dashboard/devices.html", context)
+
+
+# --- invoices --------------------------------------------------------------------------------
+
+
+@login_required
+def invoices(request: HttpRequest) -> HttpResponse:
+    from fel.errors import FelError
+    from fel.models import Invoice
+    from fel.uploads import UploadTooLarge, process_upload
+
+    results = []
+    if request.method == "POST":
+        files = request.FILES.getlist("files")
+        if not files:
+            if _wants_json(request):
+                return JsonResponse({"error": "Choose at least one XML file."}, status=400)
+            messages.error(request, "Choose at least one XML file.")
+        for upload in files:
+            try:
+                outcome = process_upload(
+                    upload.name, upload.read(), actor=_actor(request), interface=DASHBOARD
+                )
+                row = outcome.as_dict()
+            except UploadTooLarge as exc:
+                row = {"name": upload.name, "ok": False, "error": str(exc), "issues": [], "status": 413}
+            except FelError as exc:
+                row = {"name": upload.name, "ok": False, "error": str(exc), "issues": [], "status": 422}
+            results.append(row)
+        if _wants_json(request):
+            return JsonResponse({"results": results})
+    elif request.method != "GET":
+        return HttpResponse(status=405, headers={"Allow": "GET, POST"})
+    found = Invoice.objects.defer("xml")
+    page = Paginator(found, INVOICES_PER_PAGE).get_page(request.GET.get("page"))
+    return render(
+        request, "dashboard/invoices.html", {"page": "invoices", "results": results, "invoices": page}
+    )
+
+
+@require_GET
+@login_required
+def invoice_pdf(request: HttpRequest, pk: int) -> HttpResponse:
+    from fel import selectors
+    from fel.models import Invoice
+
+    invoice = Invoice.objects.defer("xml").filter(pk=pk).first()
+    pdf = selectors.invoice_pdf(invoice) if invoice else None
+    if pdf is None:
+        raise Http404("This invoice has no PDF.")
+    name = f"{invoice.tipo}-{invoice.serie}-{invoice.numero}.pdf"
+    return FileResponse(pdf.open("rb"), content_type="application/pdf", filename=name, as_attachment=True)
+
+
+# --- activity --------------------------------------------------------------------------------
+
+
+@require_GET
+@login_required
+def activity(request: HttpRequest) -> HttpResponse:
+    interface = request.GET.get("interface", "")
+    if interface not in Event.Interface.values:
+        interface = ""
+    actor = request.GET.get("actor", "").strip()[:150]
+    target = request.GET.get("target", "").strip()[:200]
+    found = history.events(interface=interface, actor=actor, target=target)
+    page = Paginator(found, EVENTS_PER_PAGE).get_page(request.GET.get("page"))
+    query = urlencode(
+        {k: v for k, v in {"interface": interface, "actor": actor, "target": target}.items() if v}
+    )
+    return render(
+        request,
+        "dashboard/activity.html",
+        {
+            "page": "activity",
+            "events": page,
+            "filters": {"interface": interface, "actor": actor, "target": target},
+            "interfaces": Event.Interface.values,
+            "actors": history.event_actors(),
+            "query": query,
+        },
+    )

@@ -1,0 +1,70 @@
+"""Calling an ESP32 agent's tool from the dashboard or the REST API, through the gateway.
+
+The gateway (`devices.gateway`) routes the call to whichever hub process holds the
+device's socket and audits it; this module only adapts its outcome for people and HTTP.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from asgiref.sync import async_to_sync
+
+from devices.selectors import agent_presence
+
+
+class AgentCallError(Exception):
+    """A call that could not be made; `status` is the HTTP status that fits it."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+def _gateway():
+    try:
+        return importlib.import_module("devices.gateway").gateway
+    except (ImportError, AttributeError):
+        return None
+
+
+def gateway_available() -> bool:
+    return _gateway() is not None
+
+
+async def acall_agent_tool(
+    agent_id: str, tool: str, arguments: dict[str, Any], *, actor: str, interface: str
+) -> dict[str, Any]:
+    """The device's MCP result (`content`, `structuredContent`, `isError`)."""
+    from mcp_endpoint.registry import Caller, ToolError
+
+    gateway = _gateway()
+    if gateway is None:
+        raise AgentCallError("Calling device tools is not available yet on this hub.", 503)
+    from devices.selectors import aagent_presence
+
+    presence = await aagent_presence(agent_id)
+    if presence == "unknown":
+        raise AgentCallError(f"Unknown agent '{agent_id}'.", 404)
+    if presence != "online":
+        raise AgentCallError(f"Agent '{agent_id}' is {presence}: it cannot take calls now.", 409)
+    await gateway.start()
+    caller = Caller(actor=actor, interface=interface, audited=True)
+    try:
+        result = await gateway.call(agent_id, tool, arguments, caller)
+    except ToolError as exc:
+        text = str(exc)
+        status = 404 if "has no tool" in text else 409 if "offline" in text else 502
+        raise AgentCallError(text, status) from None
+    return result.as_mcp()
+
+
+def call_agent_tool(
+    agent_id: str, tool: str, arguments: dict[str, Any], *, actor: str, interface: str
+) -> dict[str, Any]:
+    return async_to_sync(acall_agent_tool)(agent_id, tool, arguments, actor=actor, interface=interface)
+
+
+__all__ = ["AgentCallError", "agent_presence", "call_agent_tool", "gateway_available"]

@@ -1,0 +1,104 @@
+"""The REST API (django-ninja) at /api/: one NinjaAPI, with routers from the apps.
+
+Authentication: the Django session (the dashboard's login; unsafe methods need the CSRF
+token) or `Authorization: Bearer <token>` with the MCP tokens and their scopes (`read` for
+GETs, `control` for changes, `fel` for invoices, `devices` for agents' tools). A logged-in
+user holds every scope. Errors are JSON: `{"detail": ...}`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError
+from ninja.security import HttpBearer, SessionAuth
+
+from mcp_endpoint.registry import SCOPES
+from mcp_endpoint.tokens import authenticate
+
+logger = logging.getLogger(__name__)
+
+
+class TokenAuth(HttpBearer):
+    """`Authorization: Bearer hh_...`, an MCP access token."""
+
+    def authenticate(self, request: HttpRequest, token: str) -> Any:
+        found = authenticate(token)
+        if found is None:
+            return None
+        request.api_actor = found.name
+        request.api_scopes = frozenset(found.scopes)
+        return found
+
+
+class UserSession(SessionAuth):
+    """The dashboard's session: a homeowner who is logged in may do everything."""
+
+    def authenticate(self, request: HttpRequest, key: str | None) -> Any:
+        user = super().authenticate(request, key)
+        if user is not None:
+            request.api_actor = user.get_username()
+            request.api_scopes = frozenset(SCOPES)
+        return user
+
+
+class Forbidden(HttpError):
+    def __init__(self, message: str) -> None:
+        super().__init__(403, message)
+
+
+def need(request: HttpRequest, scope: str) -> str:
+    """Refuse (403) a caller whose token lacks `scope`; returns the actor for the audit trail."""
+    if scope not in getattr(request, "api_scopes", frozenset()):
+        raise Forbidden(f"This token lacks the '{scope}' scope needed here.")
+    return request.api_actor
+
+
+api = NinjaAPI(
+    title="HomeHub API",
+    version="1.0.0",
+    description=(
+        "The home (lights, alarm, presence), ESP32 agents, telemetry, the audit trail and FEL "
+        "invoices. Authenticate with the dashboard's session or `Authorization: Bearer <token>` "
+        "(tokens from `manage.py create_mcp_token`, scopes read, control, fel, devices)."
+    ),
+    auth=[TokenAuth(), UserSession()],
+    urls_namespace="api",
+)
+
+
+@api.exception_handler(AuthenticationError)
+def _unauthorized(request, exc):
+    response = api.create_response(
+        request,
+        {"detail": "Authentication required: log in or send 'Authorization: Bearer <token>'."},
+        status=401,
+    )
+    response["WWW-Authenticate"] = 'Bearer realm="homehub"'
+    return response
+
+
+@api.exception_handler(RequestDataTooBig)
+def _too_big(request, exc):
+    return api.create_response(request, {"detail": "The request body is too large."}, status=413)
+
+
+@api.exception_handler(Exception)
+def _server_error(request, exc):
+    logger.exception("API error on %s %s", request.method, request.path)
+    return api.create_response(request, {"detail": "Internal server error."}, status=500)
+
+
+def _add_routers() -> None:
+    from devices.api import router as home_router
+    from fel.api import router as fel_router
+
+    api.add_router("/", home_router)
+    api.add_router("/invoices", fel_router)
+
+
+_add_routers()

@@ -1,0 +1,205 @@
+"""The dashboard's pages with Django's test client: login, every page, every form."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from devices import services
+from devices.models import Agent, AgentTool, Event, Light, Person, TelemetryReading
+
+pytestmark = pytest.mark.django_db
+
+PAGES = ["/", "/sensors/", "/devices/", "/invoices/", "/activity/"]
+
+
+@pytest.fixture
+def readings(db):
+    now = timezone.now()
+    rows = [
+        TelemetryReading(
+            zone="salon",
+            device_type="sensor",
+            device_id="esp1",
+            channel="temperature",
+            value=20 + i / 10,
+            unit="°C",
+            measured_at=now - timedelta(minutes=5 * i),
+        )
+        for i in range(40)
+    ]
+    rows.append(
+        TelemetryReading(
+            zone="cocina",
+            device_type="sensor",
+            device_id="esp2",
+            channel="humidity",
+            value=55,
+            unit="%",
+            measured_at=now,
+        )
+    )
+    TelemetryReading.objects.bulk_create(rows)
+
+
+@pytest.fixture
+def agent(db):
+    agent = Agent.objects.create(
+        agent_id="aa:bb:cc", name="Kitchen speaker", online=True, last_seen=timezone.now()
+    )
+    AgentTool.objects.create(
+        agent=agent,
+        name="self.audio_speaker.set_volume",
+        description="Set the volume",
+        input_schema={
+            "type": "object",
+            "properties": {"volume": {"type": "integer", "minimum": 0, "maximum": 100}},
+            "required": ["volume"],
+        },
+    )
+    return agent
+
+
+@pytest.mark.parametrize("url", PAGES)
+def test_every_page_needs_login(client, url):
+    response = client.get(url)
+    assert response.status_code == 302
+    assert response["Location"].startswith("/login/?next=")
+
+
+def test_login_page_and_login(client, django_user_model, home):
+    django_user_model.objects.create_user("ana", password="a-long-password-1")
+    page = client.get("/login/")
+    assert page.status_code == 200
+    assert b"csrfmiddlewaretoken" in page.content
+    response = client.post("/login/", {"username": "ana", "password": "a-long-password-1"})
+    assert response.status_code == 302 and response["Location"] == "/"
+    assert client.get("/").status_code == 200
+    bad = client.post("/login/", {"username": "ana", "password": "wrong"})
+    assert b"didn&#x27;t match" in bad.content or b"didn't match" in bad.content
+
+
+def test_login_enforces_csrf(django_user_model):
+    from django.test import Client
+
+    django_user_model.objects.create_user("ana", password="a-long-password-1")
+    strict = Client(enforce_csrf_checks=True)
+    assert strict.post("/login/", {"username": "ana", "password": "a-long-password-1"}).status_code == 403
+
+
+@pytest.mark.parametrize("url", PAGES)
+def test_pages_render(staff_client, home, readings, agent, url):
+    response = staff_client.get(url)
+    assert response.status_code == 200
+    assert b"<main" in response.content
+
+
+def test_home_shows_lights_by_room_alarm_people_sensors_agents(staff_client, home, readings, agent):
+    html = staff_client.get("/").content.decode()
+    for label in ["Salón", "Cocina", "Dormitorio", "Baño", "Garage"]:
+        assert label in html
+    assert 'data-alarm="disarmed"' in html
+    assert 'data-person="Carlos"' in html
+    assert "Kitchen speaker" in html
+    assert "Temperature" in html and "°C" in html
+
+
+def test_switch_light_is_audited_as_dashboard(staff_client, home):
+    response = staff_client.post("/lights/salon/", {"on": "1"})
+    assert response.status_code == 302
+    assert Light.objects.get(name="salon").on is True
+    event = Event.objects.filter(action="light.set").first()
+    assert (event.interface, event.actor, event.target) == ("dashboard", "boss", "light:salon")
+    answer = staff_client.post("/lights/salon/", {"on": "0"}, HTTP_ACCEPT="application/json")
+    assert answer.json() == {"name": "salon", "on": False}
+    assert staff_client.post("/lights/nope/", {"on": "1"}, HTTP_ACCEPT="application/json").status_code == 404
+    assert staff_client.get("/lights/salon/").status_code == 405
+
+
+def test_disarming_needs_confirmation(staff_client, home):
+    services.set_alarm_state(True, actor="t", interface="system")
+    response = staff_client.post("/alarm/", {"armed": "0"})
+    assert response.status_code == 302 and response["Location"] == "/alarm/"
+    assert staff_client.get("/alarm/").status_code == 200  # the confirmation page
+    assert Event.objects.filter(interface="dashboard").count() == 0
+    staff_client.post("/alarm/", {"armed": "0", "confirm": "yes"})
+    assert Event.objects.get(interface="dashboard").after == {"armed": False}
+    assert staff_client.post("/alarm/", {"armed": "1"}, HTTP_ACCEPT="application/json").json() == {
+        "armed": True
+    }
+
+
+def test_presence(staff_client, home):
+    staff_client.post("/people/Ana/", {"present": "1"})
+    assert Person.objects.get(name="Ana").present is True
+    assert staff_client.post("/people/Nadie/", {"present": "1"}).status_code == 404
+
+
+def test_sensor_detail_chart_ranges(staff_client, readings):
+    url = "/sensors/salon/sensor/esp1/temperature/"
+    for range_name in ["hour", "day", "week", "bogus"]:
+        response = staff_client.get(url, {"range": range_name})
+        assert response.status_code == 200
+        html = response.content.decode()
+        assert "<svg" in html and "<polyline" in html
+    hour = staff_client.get(url, {"range": "hour"}).content.decode()
+    assert "12 readings" in hour  # 0, 5, ... 55 minutes ago
+    assert staff_client.get("/sensors/x/y/z/w/").status_code == 404
+
+
+def test_sensor_chart_with_no_recent_readings(staff_client, db):
+    TelemetryReading.objects.create(
+        zone="z",
+        device_type="t",
+        device_id="d",
+        channel="c",
+        value=1,
+        measured_at=timezone.now() - timedelta(days=30),
+    )
+    html = staff_client.get("/sensors/z/t/d/c/", {"range": "hour"}).content.decode()
+    assert "No readings in this range" in html
+
+
+def test_devices_page_builds_a_form_from_the_schema(staff_client, agent):
+    html = staff_client.get("/devices/").content.decode()
+    assert 'name="arg-volume"' in html and 'type="number"' in html and 'max="100"' in html
+    assert "WebSocket" in html
+
+
+def test_tool_call_validation_and_unknown_tool(staff_client, agent):
+    bad = staff_client.post(
+        "/devices/",
+        {"agent_id": "aa:bb:cc", "tool": "self.audio_speaker.set_volume", "arg-volume": "loud"},
+        HTTP_ACCEPT="application/json",
+    )
+    assert bad.status_code == 400 and bad.json()["fields"] == {"volume": "Enter a whole number."}
+    missing = staff_client.post(
+        "/devices/", {"agent_id": "aa:bb:cc", "tool": "nope"}, HTTP_ACCEPT="application/json"
+    )
+    assert missing.status_code == 404
+
+
+def test_activity_filters_and_pagination(staff_client, home):
+    for i in range(30):
+        services.set_light_state("salon", i % 2 == 0, actor="ana", interface="rest")
+    services.set_alarm_state(True, actor="carlos", interface="mcp-http")
+    first = staff_client.get("/activity/").content.decode()
+    assert "Page 1 of" in first and first.index("alarm.set") < first.index("light.set")  # newest first
+    assert staff_client.get("/activity/", {"page": 2}).status_code == 200
+    only = staff_client.get("/activity/", {"interface": "mcp-http"}).content.decode()
+    assert "alarm.set" in only and "light.set" not in only
+    by_actor = staff_client.get("/activity/", {"actor": "carl"}).content.decode()
+    assert "alarm.set" in by_actor and "light.set" not in by_actor
+    by_target = staff_client.get("/activity/", {"target": "light:salon"}).content.decode()
+    assert "light.set" in by_target and "alarm.set" not in by_target
+    assert staff_client.get("/activity/", {"interface": "bogus", "page": "x"}).status_code == 200
+
+
+def test_static_files_are_served_by_the_hub(staff_client):
+    for path in [
+        "/static/dashboard/app.css",
+        "/static/dashboard/app.js",
+        "/static/ninja/swagger-ui-bundle.js",
+    ]:
+        response = staff_client.get(path)
+        assert response.status_code == 200, path
