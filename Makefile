@@ -5,6 +5,7 @@ BIN    := $(VENV)/bin
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/postgres
+CONFORMANCE := tests/conformance
 
 .PHONY: run test lint format system-deps
 
@@ -31,8 +32,13 @@ run: $(VENV)/.installed-run
 system-deps:
 	bash .ci/system-deps.sh
 
+## conformance: the official MCP conformance suite and Node 22, from npm (again when the lock changes)
+$(CONFORMANCE)/node_modules/.installed: $(CONFORMANCE)/package.json $(CONFORMANCE)/package-lock.json
+	cd $(CONFORMANCE) && npm ci --no-audit --no-fund
+	touch $@
+
 ## test: lint, then the whole suite on SQLite and on PostgreSQL
-test: $(VENV)/.installed-dev system-deps lint
+test: $(VENV)/.installed-dev system-deps $(CONFORMANCE)/node_modules/.installed lint
 	$(BIN)/pytest
 	DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest
 

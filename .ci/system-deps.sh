@@ -5,6 +5,7 @@ need=()
 command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || need+=(mosquitto)
 command -v pdftoppm >/dev/null 2>&1 || need+=(poppler-utils)  # FEL: look at rendered pages
 command -v zbarimg >/dev/null 2>&1 || need+=(zbar-tools)      # FEL: decode the PDF's QR code
+command -v npm >/dev/null 2>&1 || need+=(npm)                  # MCP conformance suite (tests/conformance)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
   echo "installing Debian packages: ${need[*]}"

@@ -8,6 +8,7 @@ Change events reach sessions through the channel-layer groups the providers name
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -49,6 +50,23 @@ class ResourceNotFound(Exception):
     pass
 
 
+@dataclass(frozen=True)
+class ResourceContents:
+    """What `read` returns for a resource that is not JSON text: its MIME type, and text or bytes."""
+
+    mime_type: str
+    text: str | None = None
+    blob: bytes | None = None
+
+    def as_mcp(self, uri: str) -> dict[str, Any]:
+        data: dict[str, Any] = {"uri": uri, "mimeType": self.mime_type}
+        if self.blob is not None:
+            data["blob"] = base64.b64encode(self.blob).decode("ascii")
+        else:
+            data["text"] = self.text or ""
+        return data
+
+
 class ResourceProvider(Protocol):
     scope: str
     change_group: str  # channel-layer group whose messages may touch these resources
@@ -59,8 +77,9 @@ class ResourceProvider(Protocol):
 
     def handles(self, uri: str) -> bool: ...
 
-    def read(self, uri: str) -> str:
-        """The resource's text; ResourceNotFound for an unknown URI. May use the ORM."""
+    def read(self, uri: str) -> str | ResourceContents:
+        """The resource's JSON text (or other contents); ResourceNotFound for an unknown URI.
+        May use the ORM."""
         ...
 
     def uris_for_event(self, event: dict[str, Any]) -> list[str]: ...
@@ -71,6 +90,7 @@ class PromptArgument:
     name: str
     description: str
     required: bool = False
+    values: tuple[str, ...] = ()  # suggestions offered by `completion/complete`
 
 
 @dataclass

@@ -30,7 +30,13 @@ from asgiref.sync import sync_to_async
 from mcp_endpoint import jsonrpc, ratelimit
 from mcp_endpoint.jsonrpc import JsonRpcError
 from mcp_endpoint.registry import Caller, ToolContext, ToolError, ToolRegistry, ToolResult, registry
-from mcp_endpoint.resources import Prompt, ResourceNotFound, ResourceRegistry, resources
+from mcp_endpoint.resources import (
+    Prompt,
+    ResourceContents,
+    ResourceNotFound,
+    ResourceRegistry,
+    resources,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +55,7 @@ META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 TOOLS_PAGE_SIZE = 100
+COMPLETION_MAX_VALUES = 100  # the most `completion/complete` may return
 LIST_TTL_MS = 60_000
 
 INSTRUCTIONS = (
@@ -307,6 +314,7 @@ class ServerSession:
             "tools": {"listChanged": True},
             "resources": {"subscribe": True, "listChanged": False},
             "prompts": {"listChanged": False},
+            "completions": {},
             "logging": {},
         }
 
@@ -438,12 +446,14 @@ class ServerSession:
         uri = self._resource_uri(ctx)
         try:
             provider = self.resources.provider_for(uri, self.caller.scopes)
-            text = await sync_to_async(provider.read)(uri)
+            value = await sync_to_async(provider.read)(uri)
         except ResourceNotFound:
             raise JsonRpcError(jsonrpc.INVALID_PARAMS, f"Resource not found: {uri}", {"uri": uri}) from None
-        return _cacheable(
-            ctx, {"contents": [{"uri": uri, "mimeType": "application/json", "text": text}]}, ttl=0
-        )
+        if isinstance(value, ResourceContents):
+            contents = value.as_mcp(uri)
+        else:
+            contents = {"uri": uri, "mimeType": "application/json", "text": value}
+        return _cacheable(ctx, {"contents": [contents]}, ttl=0)
 
     async def _subscribe(self, ctx: RequestContext) -> dict[str, Any]:
         uri = self._resource_uri(ctx)
@@ -469,7 +479,9 @@ class ServerSession:
             await self._send_quietly(jsonrpc.notification("notifications/resources/updated", {"uri": uri}))
 
     def _prompt(self, ctx: RequestContext) -> Prompt:
-        name = ctx.params.get("name")
+        return self._prompt_named(ctx.params.get("name"))
+
+    def _prompt_named(self, name: Any) -> Prompt:
         prompt = self.resources.prompts.get(name) if isinstance(name, str) else None
         if prompt is None or prompt.scope not in self.caller.scopes:
             raise JsonRpcError(jsonrpc.INVALID_PARAMS, f"Unknown prompt: {name}")
@@ -492,6 +504,37 @@ class ServerSession:
         messages = await sync_to_async(prompt.render)({k: str(v) for k, v in arguments.items()})
         return {"description": prompt.description, "messages": messages}
 
+    async def _complete(self, ctx: RequestContext) -> dict[str, Any]:
+        """Suggestions for a prompt argument (its declared `values` that start with what was
+        typed); resource templates offer none yet."""
+        ref, argument = ctx.params.get("ref"), ctx.params.get("argument")
+        if (
+            not isinstance(ref, dict)
+            or not isinstance(argument, dict)
+            or not isinstance(argument.get("name"), str)
+        ):
+            raise JsonRpcError(
+                jsonrpc.INVALID_PARAMS, "Invalid params: 'ref' and 'argument' (with a 'name') are required"
+            )
+        typed = str(argument.get("value") or "").lower()
+        if ref.get("type") == "ref/prompt":
+            prompt = self._prompt_named(ref.get("name"))
+            candidates = next((a.values for a in prompt.arguments if a.name == argument["name"]), ())
+        elif ref.get("type") == "ref/resource" and isinstance(ref.get("uri"), str):
+            candidates = ()
+        else:
+            raise JsonRpcError(
+                jsonrpc.INVALID_PARAMS, "Invalid params: 'ref' must be a ref/prompt or a ref/resource"
+            )
+        values = [v for v in candidates if v.lower().startswith(typed)]
+        return {
+            "completion": {
+                "values": values[:COMPLETION_MAX_VALUES],
+                "total": len(values),
+                "hasMore": len(values) > COMPLETION_MAX_VALUES,
+            }
+        }
+
     _handlers: dict[str, Callable[[ServerSession, RequestContext], Awaitable[dict[str, Any]]]] = {
         "initialize": _initialize,
         "server/discover": _discover,
@@ -506,6 +549,7 @@ class ServerSession:
         "resources/unsubscribe": _unsubscribe,
         "prompts/list": _list_prompts,
         "prompts/get": _get_prompt,
+        "completion/complete": _complete,
     }
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.http.request import split_domain_port, validate_host
 
 
 class BodyTooLarge(Exception):
@@ -76,6 +77,21 @@ async def respond_json(send, status: int, data: Any, headers: list[tuple[str, st
     await respond(send, status, body, headers, "application/json")
 
 
+def host_allowed(host: str | None) -> bool:
+    """The `Host` header names the hub: one of ALLOWED_HOSTS, checked as Django checks it.
+
+    Against DNS rebinding: a page on evil.example that resolves to the hub sends
+    `Host: evil.example` (and a matching Origin). Requests without a Host pass.
+    """
+    if not host:
+        return True
+    allowed = settings.ALLOWED_HOSTS or (
+        ["localhost", ".localhost", "127.0.0.1", "[::1]"] if settings.DEBUG else []
+    )
+    domain, _port = split_domain_port(host)
+    return bool(domain) and validate_host(domain, allowed)
+
+
 def origin_allowed(origin: str | None, host: str | None) -> bool:
     """A browser's `Origin` must be the hub itself or one named in MCP_ALLOWED_ORIGINS.
 
@@ -89,7 +105,7 @@ def origin_allowed(origin: str | None, host: str | None) -> bool:
     _, _, netloc = origin.partition("://")
     if not netloc or origin == "null":
         return False
-    if host and netloc.lower() == host.lower():
+    if host and netloc.lower() == host.lower() and host_allowed(host):
         return True
     hostname = netloc.rsplit(":", 1)[0] if not netloc.endswith("]") else netloc
     hostname = hostname.lower()

@@ -34,6 +34,7 @@ from mcp_endpoint.tokens import aauthenticate, bearer_token, caller_for
 from mcp_endpoint.transports.asgi_http import (
     BodyTooLarge,
     Request,
+    host_allowed,
     origin_allowed,
     read_body,
     respond,
@@ -125,6 +126,9 @@ class StreamableHttpApp:
         if scope["type"] == "lifespan":
             return
         request = Request.from_scope(scope)
+        if not host_allowed(request.headers.get("host")):
+            await respond_json(send, 403, _error_body(jsonrpc.INVALID_REQUEST, "Forbidden: host not allowed"))
+            return
         if not origin_allowed(request.headers.get("origin"), request.headers.get("host")):
             await respond_json(
                 send, 403, _error_body(jsonrpc.INVALID_REQUEST, "Forbidden: origin not allowed")
