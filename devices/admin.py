@@ -3,7 +3,7 @@ that call the services, so every change made here is audited with interface `adm
 
 from django.contrib import admin, messages
 
-from devices import services
+from devices import agent_services, services
 from devices.models import Agent, AgentTool, Alarm, Event, Light, Person, TelemetryReading
 
 ADMIN = Event.Interface.ADMIN
@@ -102,8 +102,27 @@ class AgentAdmin(admin.ModelAdmin):
     list_display = ["agent_id", "name", "transport", "approved", "online", "last_seen"]
     list_filter = ["transport", "approved", "online"]
     search_fields = ["agent_id", "name"]
-    readonly_fields = ["online", "last_seen", "server_info", "capabilities", "created_at"]
+    # Approval goes through the action, so that it is audited and a waiting device starts.
+    readonly_fields = ["approved", "online", "last_seen", "server_info", "capabilities", "created_at"]
     inlines = [AgentToolInline]
+    actions = ["approve", "issue_token"]
+
+    @admin.action(description="Approve selected pending agents")
+    def approve(self, request, queryset):
+        count = agent_services.approve_agents(
+            queryset.values_list("agent_id", flat=True), actor=request.user.get_username(), interface=ADMIN
+        )
+        self.message_user(request, f"{count} agent(s) approved.", messages.SUCCESS)
+
+    @admin.action(description="Issue a new device token (replaces the old one)")
+    def issue_token(self, request, queryset):
+        for agent in queryset.filter(transport=Agent.Transport.WS):
+            _, token = agent_services.register_agent(
+                agent.agent_id, transport=agent.transport, actor=request.user.get_username(), interface=ADMIN
+            )
+            self.message_user(
+                request, f"Device token for {agent.agent_id} (shown once): {token}", messages.WARNING
+            )
 
 
 @admin.register(AgentTool)

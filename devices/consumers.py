@@ -125,7 +125,8 @@ class DeviceConsumer(AsyncWebsocketConsumer):
         await self.channel_layer.group_send(group, {"type": agent_channels.REPLACED})
         await self.channel_layer.group_add(group, self.channel_name)
         if mcp:
-            self.client = McpClient(self._send_mcp, timeout=self.call_timeout, on_notification=self._notified)
+            # Discovery waits the client's default; each tool call waits the agent's call_timeout.
+            self.client = McpClient(self._send_mcp, on_notification=self._notified)
             if self.approved:
                 self.discovery = _spawn(self._discover())
 

@@ -123,7 +123,9 @@ class DeviceGateway:
 
     async def _start(self) -> None:
         layer = get_channel_layer()
-        channel = await layer.new_channel("gateway.")
+        # The default prefix: channels-redis reads all of a process's channels from one
+        # Redis key only if they share it.
+        channel = await layer.new_channel()
         await layer.group_add(agent_channels.AGENT_CHANGES_GROUP, channel)
         await self.refresh()
         self._listener = asyncio.ensure_future(self._listen(layer, channel))
@@ -223,7 +225,7 @@ class DeviceGateway:
             raise ToolError(f"Agent '{agent_id}' has no tool '{tool}'. Its tools: {known}.")
         timeout = agent["call_timeout"]
         layer = get_channel_layer()
-        reply_to = await layer.new_channel("agent-reply.")
+        reply_to = await layer.new_channel()
         await layer.group_send(
             agent_channels.agent_group(agent_id),
             {

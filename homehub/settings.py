@@ -105,7 +105,13 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1500, "expiry": 30},
+            # channels-redis blocks 5 s per BZPOPMIN; redis-py 8 also times reads out at 5 s by
+            # default, which made receives fail at random ("Timeout reading"): read longer.
+            "CONFIG": {
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 15}],
+                "capacity": 1500,
+                "expiry": 30,
+            },
         }
     }
 else:

@@ -1,0 +1,126 @@
+"""Helpers for the ESP32 tests: hub processes with chosen settings, devices, an LLM session."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+from websockets.asyncio.client import connect
+
+from devices.agent_services import register_agent
+from devices.models import Event
+from devices.simulator import SimulatedDevice
+from tests.conftest import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@contextlib.contextmanager
+def hub(env: dict[str, str], **settings: str) -> Iterator[str]:
+    """A daphne serving the hub on a free loopback port with extra environment `settings`;
+    yields its base URL."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "homehub.asgi:application"],
+        cwd=ROOT,
+        env={**env, "MCP_RATE_LIMIT": "0", **settings},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    try:
+        while True:
+            try:
+                httpx.get(base + "/.well-known/oauth-protected-resource", timeout=1)
+                break
+            except httpx.HTTPError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(
+                        "daphne did not start: " + proc.stderr.read().decode()[-2000:]
+                    ) from None
+                time.sleep(0.05)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def device_url(base: str) -> str:
+    return base.replace("http://", "ws://") + "/ws/devices/"
+
+
+def new_device(base: str, agent_id: str, **options: Any) -> SimulatedDevice:
+    """Register `agent_id` (committed, so the hub sees it) and return its simulator."""
+    _, token = register_agent(agent_id, transport="ws", actor="test", interface=Event.Interface.SYSTEM)
+    return SimulatedDevice(device_url(base), agent_id, token, **options)
+
+
+class LlmSession:
+    """An LLM agent on /ws/mcp/: requests by id, notifications kept aside."""
+
+    def __init__(self, base: str, token: str) -> None:
+        self.url = base.replace("http://", "ws://") + "/ws/mcp/"
+        self.token = token
+        self.notifications: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._answers: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._ids = 0
+
+    async def __aenter__(self) -> LlmSession:
+        self.ws = await connect(self.url, additional_headers={"Authorization": f"Bearer {self.token}"})
+        self._reader = asyncio.ensure_future(self._read())
+        await self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}})
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.ws.close()
+        self._reader.cancel()
+
+    async def _read(self) -> None:
+        async for frame in self.ws:
+            message = json.loads(frame)
+            if "id" in message and message["id"] in self._answers:
+                self._answers.pop(message["id"]).set_result(message)
+            else:
+                await self.notifications.put(message)
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        self._ids += 1
+        future = self._answers[self._ids] = asyncio.get_running_loop().create_future()
+        await self.ws.send(
+            json.dumps({"jsonrpc": "2.0", "id": self._ids, "method": method, "params": params or {}})
+        )
+        return await asyncio.wait_for(future, 10)
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return (await self.request("tools/call", {"name": name, "arguments": arguments}))["result"]
+
+    async def tool_names(self) -> set[str]:
+        return {t["name"] for t in (await self.request("tools/list"))["result"]["tools"]}
+
+    async def next_notification(self, method: str, timeout: float = 5) -> dict[str, Any]:
+        async with asyncio.timeout(timeout):
+            while True:
+                message = await self.notifications.get()
+                if message.get("method") == method:
+                    return message
+
+
+async def eventually(check, timeout: float = 5.0) -> Any:
+    """Poll an async `check()` until it returns something truthy."""
+    async with asyncio.timeout(timeout):
+        while not (result := await check()):
+            await asyncio.sleep(0.02)
+    return result

@@ -1,0 +1,59 @@
+"""Two hub processes sharing a Redis channel layer: the device on one, the LLM agent on the other."""
+
+import os
+import random
+
+import pytest
+import redis
+from asgiref.sync import async_to_sync
+
+from devices.models import Event
+from tests.devices_support import LlmSession, eventually, hub, new_device
+
+pytestmark = pytest.mark.live
+MAC = "aa:bb:cc:00:00:03"
+VOLUME = "aa_bb_cc_00_00_03__self_audio_speaker_set_volume"
+
+
+@pytest.fixture
+def redis_url():
+    base = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379")
+    url = f"{base}/{random.randint(8, 15)}"
+    client = redis.Redis.from_url(url)
+    try:
+        client.ping()
+    except redis.ConnectionError:
+        pytest.skip(f"no Redis at {base}")
+    client.flushdb()
+    yield url
+    client.flushdb()
+
+
+def test_device_on_one_process_agent_on_another(live_env, make_token, redis_url):
+    token = make_token(name="far-llm")
+    with hub(live_env, REDIS_URL=redis_url) as device_hub, hub(live_env, REDIS_URL=redis_url) as agent_hub:
+        device = new_device(device_hub, MAC)
+
+        async def scenario():
+            async with LlmSession(agent_hub, token) as llm:
+                await device.connect()
+                await llm.next_notification("notifications/tools/list_changed")
+                await eventually(lambda: _has(llm, VOLUME))
+                called = await llm.call(VOLUME, {"volume": 55})
+                await device.close()
+                await llm.next_notification("notifications/tools/list_changed")
+                offline = await llm.call(
+                    "call_agent_tool", {"agent_id": MAC, "tool": "self.get_device_status"}
+                )
+            return called, offline
+
+        called, offline = async_to_sync(scenario)()
+
+    assert called == {"content": [{"type": "text", "text": "true"}], "isError": False}
+    assert device.state.volume == 55
+    assert offline["isError"] and "is offline" in offline["content"][0]["text"]
+    assert Event.objects.filter(action="agent.call", actor="far-llm", after__ok=True).count() == 1
+
+
+async def _has(llm: LlmSession, name: str) -> bool:
+    return name in await llm.tool_names()
