@@ -10,7 +10,9 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 WIDTH, HEIGHT = 720, 300
-LEFT, RIGHT, TOP, BOTTOM = 56, 16, 16, 36
+LEFT, RIGHT, TOP, BOTTOM = 56, 16, 28, 36
+WIDTH_WIDE = WIDTH
+NARROW = 360  # the phone's chart: same text size, fewer ticks
 TICK_FORMATS = {"hour": "%H:%M", "day": "%H:%M", "week": "%a %d"}
 TICK_STEPS = {"hour": timedelta(minutes=10), "day": timedelta(hours=4), "week": timedelta(days=1)}
 
@@ -42,21 +44,23 @@ def _first_tick(since: datetime, step: timedelta) -> datetime:
     return start
 
 
-def line_chart(series: dict, range_name: str, title: str) -> SafeString:
-    """`series` as `devices.history.sensor_series` returns it."""
+def line_chart(series: dict, range_name: str, title: str, *, width: int = WIDTH, css: str = "") -> SafeString:
+    """`series` as `devices.history.sensor_series` returns it; `width` in SVG units (text stays
+    13 units high, so a narrow chart shown at a phone's width keeps readable labels)."""
+    ids = f"chart-{width}"
     points = series["points"]
     since, until, unit = series["since"], series["until"], series["unit"]
-    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    plot_w, plot_h = width - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     span = (until - since).total_seconds() or 1.0
     parts = [
-        f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" preserveAspectRatio="xMidYMid meet" '
-        f'aria-labelledby="chart-title chart-desc">',
-        f'<title id="chart-title">{escape(title)}</title>',
+        f'<svg class="chart {css}" viewBox="0 0 {width} {HEIGHT}" role="img" '
+        f'preserveAspectRatio="xMidYMid meet" aria-labelledby="{ids}-title {ids}-desc">',
+        f'<title id="{ids}-title">{escape(title)}</title>',
     ]
     if not points:
-        parts.append('<desc id="chart-desc">No readings in this range.</desc>')
+        parts.append(f'<desc id="{ids}-desc">No readings in this range.</desc>')
         parts.append(
-            f'<text x="{WIDTH / 2}" y="{HEIGHT / 2}" text-anchor="middle" class="chart-empty">'
+            f'<text x="{width / 2}" y="{HEIGHT / 2}" text-anchor="middle" class="chart-empty">'
             "No readings in this range</text></svg>"
         )
         return mark_safe("".join(parts))
@@ -70,17 +74,17 @@ def line_chart(series: dict, range_name: str, title: str) -> SafeString:
         return TOP + (high - value) / (high - low) * plot_h
 
     parts.append(
-        f'<desc id="chart-desc">{len(points)} readings; lowest {_fmt(min(values))} {escape(unit)}, '
+        f'<desc id="{ids}-desc">{len(points)} readings; lowest {_fmt(min(values))} {escape(unit)}, '
         f"highest {_fmt(max(values))} {escape(unit)}, latest {_fmt(values[-1])} {escape(unit)}.</desc>"
     )
     for i in range(5):  # horizontal grid with value labels
         value = low + (high - low) * i / 4
         gy = y(value)
-        parts.append(f'<line class="grid" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{gy:.1f}" y2="{gy:.1f}"/>')
+        parts.append(f'<line class="grid" x1="{LEFT}" x2="{width - RIGHT}" y1="{gy:.1f}" y2="{gy:.1f}"/>')
         parts.append(
             f'<text class="axis" x="{LEFT - 8}" y="{gy + 4:.1f}" text-anchor="end">{_fmt(value)}</text>'
         )
-    step = TICK_STEPS[range_name]
+    step = TICK_STEPS[range_name] * (2 if width < WIDTH_WIDE else 1)
     tick = _first_tick(since, step)
     while tick <= until:
         tx = x(tick)
@@ -101,7 +105,7 @@ def line_chart(series: dict, range_name: str, title: str) -> SafeString:
     parts.append(f'<circle class="dot" cx="{lx:.1f}" cy="{ly:.1f}" r="4"/>')
     if unit:
         parts.append(
-            f'<text class="axis unit" x="{LEFT - 8}" y="{TOP - 4}" text-anchor="end">{escape(unit)}</text>'
+            f'<text class="axis unit" x="{LEFT - 8}" y="{TOP - 16}" text-anchor="end">{escape(unit)}</text>'
         )
     parts.append("</svg>")
     return mark_safe("".join(parts))

@@ -15,7 +15,7 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonRe
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from dashboard.charts import line_chart
+from dashboard.charts import NARROW, line_chart
 from dashboard.toolforms import arguments_from, fields_for
 from devices import history, services
 from devices.agent_calls import AgentCallError, call_agent_tool, gateway_available
@@ -149,7 +149,8 @@ def sensor_detail(
             "key": key,
             "range": range_name,
             "ranges": list(history.RANGES),
-            "chart": line_chart(series, range_name, title),
+            "chart": line_chart(series, range_name, title, css="chart-wide"),
+            "chart_narrow": line_chart(series, range_name, title, width=NARROW, css="chart-narrow"),
             "latest": latest,
             "stats": {"min": min(values), "max": max(values), "count": len(values)} if values else None,
             "recent": list(history.sensor_readings(key).values("value", "unit", "measured_at")[:10]),
