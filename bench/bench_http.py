@@ -1,0 +1,561 @@
+"""MCP over the network: HomeHub's `/mcp` and `/ws/mcp/` against the official SDK's `MCPServer`.
+
+For each ASGI server (daphne, uvicorn), HomeHub (`homehub.asgi:application`) and the SDK
+peer (`bench/peers/sdk_home_http.py`: `sdk_home_server`'s six tools in memory, served by
+`MCPServer.streamable_http_app(json_response=True)`) run side by side under the same
+server, started with the same flags. One raw asyncio client drives both: HTTP/1.1 with
+keep-alive, one connection per session, identical request headers, responses read whole
+(Content-Length or chunked) and parsed as SSE or JSON by their content type; the SDK has
+no WebSocket, so HomeHub's `/ws/mcp/` (one JSON-RPC message per text frame, the
+`websockets` client without compression) is compared with the SDK's HTTP figure.
+
+Scenarios: `get_all_states` (read) and `set_light_state` (write, alternating on/off);
+modes: `seq` (1 session, one call in flight) and `16 sessions` (16 handshake-era sessions,
+each with its own connection, each sequential). Measured per cell: calls/s, p50/p99
+latency and server CPU per call (utime + stime of the server process and its children,
+from /proc/<pid>/stat, before/after). The client's own CPU per call is shown too: client
+and servers share the machine.
+
+HomeHub runs on a fresh temporary SQLite database (migrated, seeded, one token with
+scopes read,control), DJANGO_DEBUG=0 and MCP_RATE_LIMIT=0 (the per-token budget would
+refuse the benchmark's calls), with its default SSE responses; `--homehub-json` sets
+MCP_HTTP_JSON_RESPONSE=1.
+
+    .venv/bin/python bench/bench_http.py                       # the whole comparison, < 4 minutes
+    .venv/bin/python bench/bench_http.py --count 500           # quicker
+    .venv/bin/python bench/bench_http.py --servers daphne --only homehub --py-spy /tmp/hh.txt
+
+Exit status 0 when every target of issue 7 is met (HomeHub's /mcp >= 1.5x the SDK's
+calls/s, its WebSocket >= 2x the SDK's HTTP figure, per ASGI server, scenario and mode),
+1 otherwise, 2 on a protocol failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import websockets
+from bench_stdio import (
+    PROTOCOL_VERSION,
+    ROOT,
+    ProtocolFailure,
+    Run,
+    _failed,
+    arguments_for,
+    cpu_seconds,
+    fmt_ms,
+    fmt_rate,
+    machine,
+    prepare_homehub,
+    shape_check,
+    start_py_spy,
+)
+
+PEERS = ROOT / "bench" / "peers"
+BIN = Path(sys.executable).parent
+ASGI_SERVERS = ("daphne", "uvicorn")
+SCENARIOS = [("get_all_states", "read"), ("set_light_state", "write")]
+MODES = {"seq": 1, "16 sessions": 16}
+# (target name, transport); every target is compared with the SDK over HTTP.
+TARGETS = {"http": 1.5, "ws": 2.0}
+LABELS = {"http": "HTTP /mcp", "ws": "WebSocket"}
+
+
+# --- servers -----------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def server_argv(asgi: str, app: str, port: int, app_dir: Path) -> list[str]:
+    """The same flags for both sides: loopback, no access log, one process."""
+    if asgi == "daphne":
+        return [str(BIN / "daphne"), "-v", "0", "-b", "127.0.0.1", "-p", str(port), app]
+    return [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--app-dir",
+        str(app_dir),
+        "--log-level",
+        "warning",
+        "--no-access-log",
+        app,
+    ]
+
+
+class Server:
+    def __init__(self, name: str, asgi: str, app: str, app_dir: Path, env: dict[str, str], log: Path):
+        self.name, self.asgi = name, asgi
+        self.port = free_port()
+        self.argv = server_argv(asgi, app, self.port, app_dir)
+        self.env, self.cwd, self.log_path = env, app_dir, log
+        self.proc: subprocess.Popen | None = None
+
+    async def start(self) -> None:
+        self._log = self.log_path.open("wb")
+        self.proc = subprocess.Popen(
+            self.argv, cwd=self.cwd, env=self.env, stdout=self._log, stderr=subprocess.STDOUT
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise ProtocolFailure(f"{self.name} exited: see {self.log_path}")
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", self.port)
+            except OSError:
+                await asyncio.sleep(0.1)
+                continue
+            writer.close()
+            return
+        raise ProtocolFailure(f"{self.name} did not listen on {self.port} within 60 s")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        with contextlib.suppress(AttributeError):
+            self._log.close()
+
+    def cpu(self) -> float:
+        """CPU seconds of the server process and its descendants."""
+        assert self.proc is not None
+        pids, total = [self.proc.pid], 0.0
+        children: dict[int, list[int]] = {}
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError, ValueError, IndexError):
+                    stat = (entry / "stat").read_text()
+                    ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
+                    children.setdefault(ppid, []).append(int(entry.name))
+        while pids:
+            pid = pids.pop()
+            with contextlib.suppress(OSError):
+                total += cpu_seconds(pid)
+            pids.extend(children.get(pid, ()))
+        return total
+
+
+# --- client ------------------------------------------------------------------------------
+
+
+def _jsonrpc(request_id: int | None, method: str, params: dict[str, Any] | None = None) -> bytes:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if request_id is not None:
+        message["id"] = request_id
+    if params is not None:
+        message["params"] = params
+    return json.dumps(message, separators=(",", ":")).encode()
+
+
+def _from_sse(body: bytes, request_id: int) -> dict[str, Any] | None:
+    """The `event: message` (or unnamed) event answering `request_id`."""
+    for block in body.replace(b"\r\n", b"\n").split(b"\n\n"):
+        event, data = b"message", []
+        for line in block.split(b"\n"):
+            if line.startswith(b"data:"):
+                data.append(line[5:].removeprefix(b" "))
+            elif line.startswith(b"event:"):
+                event = line[6:].strip()
+        if event == b"message" and data and data != [b""]:
+            message = json.loads(b"\n".join(data))
+            if isinstance(message, dict) and message.get("id") == request_id:
+                return message
+    return None
+
+
+class HttpSession:
+    """One MCP session over one keep-alive HTTP/1.1 connection, one request at a time."""
+
+    def __init__(self, name: str, port: int, token: str) -> None:
+        self.name, self.port = name, port
+        self._head = (
+            f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            "Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
+            f"Authorization: Bearer {token}\r\nMCP-Protocol-Version: {PROTOCOL_VERSION}\r\n"
+        ).encode()
+        self._ids = 0
+        self.session_id: str | None = None
+
+    async def open(self) -> None:
+        self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port, limit=1 << 22)
+        self.writer.transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        init = await self.request(
+            "initialize",
+            {
+                "protocolVersion": PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "bench_http", "version": "1"},
+            },
+        )
+        if "result" not in init or not self.session_id:
+            raise ProtocolFailure(f"{self.name}: initialize failed: {init}")
+        self._head += f"Mcp-Session-Id: {self.session_id}\r\n".encode()
+        status, _, _ = await self._post(_jsonrpc(None, "notifications/initialized"))
+        if status != 202:
+            raise ProtocolFailure(f"{self.name}: notifications/initialized -> {status}")
+
+    async def close(self) -> None:
+        self.writer.close()
+        with contextlib.suppress(OSError):
+            await self.writer.wait_closed()
+
+    async def _post(self, body: bytes) -> tuple[int, dict[bytes, bytes], bytes]:
+        self.writer.write(self._head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        reader = self.reader
+        head = await reader.readuntil(b"\r\n\r\n")
+        lines = head[:-4].split(b"\r\n")
+        status = int(lines[0].split(b" ", 2)[1])
+        headers: dict[bytes, bytes] = {}
+        for line in lines[1:]:
+            key, _, value = line.partition(b":")
+            headers[key.strip().lower()] = value.strip()
+        if b"content-length" in headers:
+            payload = await reader.readexactly(int(headers[b"content-length"]))
+        elif headers.get(b"transfer-encoding", b"").lower() == b"chunked":
+            parts = []
+            while True:
+                size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+                if size == 0:
+                    while await reader.readuntil(b"\r\n") != b"\r\n":  # trailers
+                        pass
+                    break
+                parts.append((await reader.readexactly(size + 2))[:-2])
+            payload = b"".join(parts)
+        else:
+            raise ProtocolFailure(f"{self.name}: response without length ({status})")
+        if self.session_id is None and b"mcp-session-id" in headers:
+            self.session_id = headers[b"mcp-session-id"].decode()
+        return status, headers, payload
+
+    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self._ids += 1
+        status, headers, payload = await self._post(_jsonrpc(self._ids, method, params))
+        if headers.get(b"content-type", b"").startswith(b"text/event-stream"):
+            message = _from_sse(payload, self._ids)
+        else:
+            message = json.loads(payload) if payload else None
+        if status != 200 or not isinstance(message, dict):
+            raise ProtocolFailure(f"{self.name}: {method} -> HTTP {status}: {payload[:300]!r}")
+        return message
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return await self.request("tools/call", {"name": tool, "arguments": arguments})
+
+
+class WsSession:
+    """One MCP session over HomeHub's WebSocket (one connection)."""
+
+    def __init__(self, name: str, port: int, token: str) -> None:
+        self.name, self.port, self.token = name, port, token
+        self._ids = 0
+
+    async def open(self) -> None:
+        self.ws = await websockets.connect(
+            f"ws://127.0.0.1:{self.port}/ws/mcp/",
+            additional_headers={"Authorization": f"Bearer {self.token}"},
+            subprotocols=["mcp"],
+            compression=None,
+            max_size=1 << 22,
+        )
+        init = await self.request(
+            "initialize",
+            {
+                "protocolVersion": PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "bench_http", "version": "1"},
+            },
+        )
+        if "result" not in init:
+            raise ProtocolFailure(f"{self.name}: initialize failed: {init}")
+        await self.ws.send(_jsonrpc(None, "notifications/initialized").decode())
+
+    async def close(self) -> None:
+        await self.ws.close()
+
+    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self._ids += 1
+        request_id = self._ids
+        await self.ws.send(_jsonrpc(request_id, method, params).decode())
+        while True:  # skip notifications
+            message = json.loads(await asyncio.wait_for(self.ws.recv(), 30))
+            if message.get("id") == request_id:
+                return message
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return await self.request("tools/call", {"name": tool, "arguments": arguments})
+
+
+async def open_sessions(kind: str, name: str, port: int, token: str, count: int) -> list:
+    cls = WsSession if kind == "ws" else HttpSession
+    sessions = [cls(name, port, token) for _ in range(count)]
+    for session in sessions:
+        await session.open()
+    return sessions
+
+
+async def close_all(sessions: list) -> None:
+    """Close the sessions and empty the list."""
+    for session in sessions:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(session.close(), 5)
+    sessions.clear()
+
+
+async def measure(server: Server, sessions: list, tool: str, n: int) -> tuple[Run, float]:
+    """`n` calls spread over the sessions, each sequential; returns the run and client CPU."""
+    args: Callable[[int], dict[str, Any]] = arguments_for(tool)
+    latencies: list[float] = []
+    failures = 0
+    clock = time.perf_counter
+
+    async def loop(session, calls: int) -> None:
+        nonlocal failures
+        for i in range(calls):
+            start = clock()
+            message = await session.call(tool, args(i))
+            latencies.append(clock() - start)
+            failures += _failed(message)
+
+    share, extra = divmod(n, len(sessions))
+    cpu0, client0, wall0 = server.cpu(), time.process_time(), clock()
+    await asyncio.gather(*(loop(s, share + (i < extra)) for i, s in enumerate(sessions)))
+    wall = clock() - wall0
+    run = Run(n, wall, server.cpu() - cpu0, latencies, failures)
+    return run, time.process_time() - client0
+
+
+# --- report ------------------------------------------------------------------------------
+
+Key = tuple[str, str, str, str, str]  # (asgi, side, transport, scenario, mode)
+
+
+def _cells(run: Run) -> list[str]:
+    return [
+        fmt_rate(run.rate),
+        f"{fmt_ms(run.percentile(0.50))} / {fmt_ms(run.percentile(0.99))}",
+        f"{run.cpu_per_call_us:,.0f}",
+    ]
+
+
+def table(results: dict[Key, Run], asgis: list[str], both: bool) -> tuple[str, bool]:
+    """Markdown table, one row per HomeHub transport (SDK figures repeated); (text, all met)."""
+    head = ["server", "scenario", "mode", "HomeHub via", "HomeHub calls/s", "p50/p99 ms", "CPU µs/call"]
+    head += ["SDK HTTP calls/s", "p50/p99 ms", "CPU µs/call"]
+    if both:
+        head += ["ratio", "target", ""]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    all_met = True
+    for asgi in asgis:
+        for scenario, _kind in SCENARIOS:
+            for mode in MODES:
+                sdk = results.get((asgi, "sdk", "http", scenario, mode))
+                for transport in TARGETS:
+                    ours = results.get((asgi, "homehub", transport, scenario, mode))
+                    if ours is None and (sdk is None or transport != "http"):
+                        continue
+                    row = [asgi, scenario, mode, LABELS[transport] if ours else "-"]
+                    row += _cells(ours) if ours else ["-"] * 3
+                    row += _cells(sdk) if sdk else ["-"] * 3
+                    if both and ours and sdk:
+                        ratio = ours.rate / sdk.rate
+                        met = ratio >= TARGETS[transport]
+                        all_met &= met
+                        row += [f"{ratio:.2f}x", f">= {TARGETS[transport]}x", "pass" if met else "FAIL"]
+                    lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines), all_met
+
+
+# --- main --------------------------------------------------------------------------------
+
+
+def create_token(env: dict[str, str]) -> str:
+    out = subprocess.run(
+        [sys.executable, "manage.py", "create_mcp_token", "bench_http", "--scopes", "read,control"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return out.strip().splitlines()[-1]
+
+
+async def run_asgi(
+    asgi: str,
+    sides: list[str],
+    homehub_env: dict[str, str] | None,
+    token: str,
+    workdir: Path,
+    opts: argparse.Namespace,
+    results: dict[Key, Run],
+) -> None:
+    servers: dict[str, Server] = {}
+    profiler: subprocess.Popen | None = None
+    sessions: list = []
+    try:
+        if "homehub" in sides:
+            assert homehub_env is not None
+            servers["homehub"] = Server(
+                "homehub",
+                asgi,
+                "homehub.asgi:application",
+                ROOT,
+                homehub_env,
+                workdir / f"homehub.{asgi}.log",
+            )
+        if "sdk" in sides:
+            servers["sdk"] = Server(
+                "sdk", asgi, "sdk_home_http:app", PEERS, dict(os.environ), workdir / f"sdk.{asgi}.log"
+            )
+        for server in servers.values():
+            await server.start()
+        shape = [(await open_sessions("http", n, s.port, token, 1))[0] for n, s in servers.items()]
+        if "homehub" in servers:
+            shape += await open_sessions("ws", "homehub-ws", servers["homehub"].port, token, 1)
+        sessions += shape
+        for session in shape:  # the write cells may leave `salon` on (odd counts per session)
+            await session.call("set_light_state", {"name": "salon", "on": False})
+        problems = await shape_check(shape)
+        if problems:
+            raise ProtocolFailure("shape check failed:\n  " + "\n  ".join(problems))
+        print(
+            f"{asgi}: the six tools answer identically on {', '.join(s.name for s in shape)}", file=sys.stderr
+        )
+        # Closed now: an open WebSocket session hears every write's broadcast, which costs HomeHub.
+        await close_all(sessions)
+        if opts.py_spy and "homehub" in servers:
+            profiler = start_py_spy(opts.py_spy, servers["homehub"].proc.pid)
+
+        targets = [(side, "http") for side in servers]
+        if "homehub" in servers and not opts.no_ws:
+            targets.append(("homehub", "ws"))
+        for mode, width in MODES.items():
+            for scenario, _kind in SCENARIOS:
+                for side, transport in targets:  # interleaved, so drift hits all alike
+                    # Only this cell's sessions are open while it runs.
+                    server = servers[side]
+                    sessions += await open_sessions(transport, side, server.port, token, width)
+                    if opts.warmup:
+                        await measure(server, sessions, scenario, opts.warmup)
+                    run, client_cpu = await measure(server, sessions, scenario, opts.count)
+                    await close_all(sessions)
+                    if run.failures:
+                        raise ProtocolFailure(f"{side}: {run.failures} failed calls in {scenario}/{mode}")
+                    results[(asgi, side, transport, scenario, mode)] = run
+                    print(
+                        f"  {asgi:7} {side:7} {transport:4} {scenario:15} {mode:11} "
+                        f"{fmt_rate(run.rate):>6} calls/s p50 {fmt_ms(run.percentile(0.5))} ms "
+                        f"p99 {fmt_ms(run.percentile(0.99))} ms server CPU {run.cpu_per_call_us:,.0f} "
+                        f"µs/call (client {client_cpu / run.calls * 1e6:,.0f})",
+                        file=sys.stderr,
+                    )
+    finally:
+        await close_all(sessions)
+        if profiler is not None:
+            profiler.send_signal(signal.SIGINT)
+            profiler.wait(60)
+            print(f"py-spy samples of HomeHub under {asgi} (raw, folded): {opts.py_spy}", file=sys.stderr)
+        for server in servers.values():
+            server.stop()
+
+
+async def main(opts: argparse.Namespace) -> int:
+    sides = ["homehub", "sdk"] if opts.only is None else [opts.only]
+    asgis = opts.servers.split(",")
+    workdir = Path(tempfile.mkdtemp(prefix="bench_http_", dir="/tmp"))
+    started = time.perf_counter()
+    results: dict[Key, Run] = {}
+    homehub_env = None
+    token = "none"
+    try:
+        if "homehub" in sides:
+            homehub_env = prepare_homehub(workdir, sys.executable, debug=False)
+            homehub_env["MCP_RATE_LIMIT"] = "0"
+            homehub_env["MCP_HTTP_JSON_RESPONSE"] = "1" if opts.homehub_json else "0"
+            token = create_token(homehub_env)
+        for asgi in asgis:
+            await run_asgi(asgi, sides, homehub_env, token, workdir, opts, results)
+    finally:
+        if opts.keep:
+            print(f"kept {workdir}", file=sys.stderr)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    both = sides == ["homehub", "sdk"]
+    text, all_met = table(results, asgis, both)
+    print(
+        f"\nMCP tools/call over Streamable HTTP and WebSocket, {opts.count} calls per cell after "
+        f"{opts.warmup} warm-up calls; HomeHub {'JSON' if opts.homehub_json else 'SSE'} responses, "
+        f"SDK JSON responses. Machine: {machine()}. Run took {time.perf_counter() - started:.0f} s.\n"
+    )
+    print(text, flush=True)
+    if both:
+        print(
+            f"\nTargets (issue 7): HomeHub's /mcp >= {TARGETS['http']}x the SDK's calls/s, its WebSocket "
+            f">= {TARGETS['ws']}x the SDK's HTTP figure: {'all met' if all_met else 'NOT all met'}."
+        )
+        return 0 if all_met else 1
+    return 0
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--count", type=int, default=1000, help="measured calls per cell (default 1000)")
+    parser.add_argument(
+        "--warmup", type=int, default=100, help="warm-up calls before each cell (default 100)"
+    )
+    parser.add_argument(
+        "--servers", default=",".join(ASGI_SERVERS), help="ASGI servers, comma-separated (daphne,uvicorn)"
+    )
+    parser.add_argument("--only", choices=["homehub", "sdk"], help="benchmark one side only")
+    parser.add_argument("--no-ws", action="store_true", help="skip HomeHub's WebSocket")
+    parser.add_argument(
+        "--homehub-json", action="store_true", help="HomeHub answers in JSON (MCP_HTTP_JSON_RESPONSE=1)"
+    )
+    parser.add_argument("--py-spy", metavar="FILE", help="record py-spy samples of HomeHub into FILE")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary directory (database, logs)")
+    opts = parser.parse_args(argv)
+    if opts.count < 16 or opts.warmup < 0:
+        parser.error("--count must be at least 16, --warmup not negative")
+    if any(s not in ASGI_SERVERS for s in opts.servers.split(",")):
+        parser.error(f"--servers: choose from {', '.join(ASGI_SERVERS)}")
+    if opts.py_spy and len(opts.servers.split(",")) > 1:
+        parser.error("--py-spy needs a single --servers")
+    return opts
+
+
+if __name__ == "__main__":
+    options = parse_args()
+    try:
+        sys.exit(asyncio.run(main(options)))
+    except ProtocolFailure as exc:
+        print(f"protocol failure: {exc}", file=sys.stderr)
+        sys.exit(2)
