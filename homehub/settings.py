@@ -83,8 +83,14 @@ TEMPLATES = [
 # IMMEDIATE transactions take the write lock up front instead of failing on upgrade.
 SQLITE_PATH = BASE_DIR / os.environ.get("HOMEHUB_SQLITE_NAME", "db.sqlite3")
 DATABASES = {
-    "default": dj_database_url.config(env="DATABASE_URL", default=f"sqlite:///{SQLITE_PATH}", conn_max_age=0)
+    "default": dj_database_url.config(
+        env="DATABASE_URL", default=f"sqlite:///{SQLITE_PATH}", conn_health_checks=True
+    )
 }
+# Keep connections open: Channels closes "old" ones before every WebSocket message, and
+# reopening SQLite (with its WAL checkpoint) costs more than the query. Seconds; empty = forever.
+_max_age = os.environ.get("DATABASE_CONN_MAX_AGE", "")
+DATABASES["default"]["CONN_MAX_AGE"] = int(_max_age) if _max_age else None
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"] = {
         "timeout": 20,
@@ -96,6 +102,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {
         "NAME": str(Path(tempfile.gettempdir()) / f"homehub_test_{os.getpid()}.sqlite3")
     }
+else:
+    # One test database per test run, so that runs in parallel never drop each other's.
+    DATABASES["default"]["TEST"] = {"NAME": f"test_homehub_{os.getpid()}"}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
