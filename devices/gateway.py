@@ -34,6 +34,7 @@ logger = logging.getLogger(__name__)
 SCOPE = "devices"
 REPLY_GRACE_SECONDS = 2.0  # beyond the device's own timeout, for a process that died mid-call
 REJOIN_SECONDS = 3600.0  # group memberships expire in the Redis layer (a day by default)
+FULL_REFRESH_SECONDS = 60.0
 EMPTY_SCHEMA = {"type": "object", "properties": {}}
 
 
@@ -98,7 +99,9 @@ class DeviceGateway:
         self._names: dict[str, list[str]] = {}  # agent id -> its exposed names
         self._ready: asyncio.Future[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._listener: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._changed: set[str] = set()
+        self._wake: asyncio.Event | None = None
 
     # --- the view of online agents ---------------------------------------------------------
 
@@ -127,10 +130,17 @@ class DeviceGateway:
         # Redis key only if they share it.
         channel = await layer.new_channel()
         await layer.group_add(agent_channels.AGENT_CHANGES_GROUP, channel)
+        self._wake = asyncio.Event()
         await self.refresh()
-        self._listener = asyncio.ensure_future(self._listen(layer, channel))
+        self._tasks = [
+            asyncio.ensure_future(self._listen(layer, channel)),
+            asyncio.ensure_future(self._refresh_changed()),
+        ]
 
     async def _listen(self, layer: Any, channel: str) -> None:
+        assert self._wake is not None
+        """Note which agents changed; kept quick so that a burst (a thousand devices
+        reconnecting) does not overflow the channel, whose overflow is dropped."""
         while True:
             try:
                 message = await asyncio.wait_for(layer.receive(channel), REJOIN_SECONDS)
@@ -144,16 +154,35 @@ class DeviceGateway:
                 await asyncio.sleep(1)
                 continue
             if message.get("type") == agent_channels.CHANGED:
-                try:
-                    await self.refresh([str(message.get("agent_id"))])
-                except Exception:
-                    logger.exception("gateway: could not refresh agent %s", message.get("agent_id"))
+                self._changed.add(str(message.get("agent_id")))
+                self._wake.set()
+
+    async def _refresh_changed(self) -> None:
+        """Reload the agents noted as changed, many per query; now and then reload them all,
+        in case an announcement was lost."""
+        assert self._wake is not None
+        while True:
+            try:
+                await asyncio.wait_for(self._wake.wait(), FULL_REFRESH_SECONDS)
+                self._wake.clear()
+                changed, self._changed = list(self._changed), set()
+                await self.refresh(changed)
+            except TimeoutError:
+                await self.refresh()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("gateway: could not refresh the agents' tools")
+                await asyncio.sleep(1)
 
     async def refresh(self, agent_ids: list[str] | None = None) -> None:
-        """Reload the given agents (all when None) from the database and tell this
-        process's MCP sessions that the tool list changed."""
+        """Reload the given agents (all when None) from the database; if anything changed,
+        tell this process's MCP sessions that the tool list changed."""
         found = await selectors.aagent_device_tools(agent_ids)
-        for agent_id in list(self._agents) if agent_ids is None else agent_ids:
+        ids = list(self._agents) if agent_ids is None else agent_ids
+        if all(found.get(a) == self._agents.get(a) for a in {*ids, *found}):
+            return
+        for agent_id in ids:
             self._drop(agent_id)
         for agent_id, agent in found.items():
             self._add(agent_id, agent)
