@@ -2,6 +2,7 @@
 
 - Each connected device's consumer joins its agent's group; the gateway sends tool calls
   there, so a call reaches whichever process holds the socket.
+  A device connected to the caller's own process is called directly (`local_devices`).
 - Every process's gateway listens on `AGENT_CHANGES_GROUP`; a device coming, going or
   being rediscovered is announced there, so each process refreshes its view of the
   agents' tools and tells its MCP sessions that the tool list changed.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -20,6 +22,11 @@ from django.db import transaction
 logger = logging.getLogger(__name__)
 
 AGENT_CHANGES_GROUP = "devices.agents.changed"
+
+# Devices connected to this process: agent id -> `serve(tool, arguments, timeout)`, which
+# returns the reply a remote caller would get. Calls to them skip the channel layer (the
+# in-memory layer scans every channel on each operation: slow with thousands of sockets).
+local_devices: dict[str, Callable[[str, dict[str, Any], float], Awaitable[dict[str, Any]]]] = {}
 
 # Message types (Channels maps "agent.call" to the consumer method `agent_call`).
 CALL = "agent.call"

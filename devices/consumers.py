@@ -124,6 +124,7 @@ class DeviceConsumer(AsyncWebsocketConsumer):
         # An older connection of the same device (not yet noticed as gone) steps aside.
         await self.channel_layer.group_send(group, {"type": agent_channels.REPLACED})
         await self.channel_layer.group_add(group, self.channel_name)
+        agent_channels.local_devices[self.agent_id] = self.serve
         if mcp:
             # Discovery waits the client's default; each tool call waits the agent's call_timeout.
             self.client = McpClient(self._send_mcp, on_notification=self._notified)
@@ -165,23 +166,25 @@ class DeviceConsumer(AsyncWebsocketConsumer):
         _spawn(self._serve_call(message))
 
     async def _serve_call(self, message: dict[str, Any]) -> None:
-        reply: dict[str, Any] = {"type": agent_channels.REPLY}
         timeout = message.get("timeout") or self.call_timeout
+        reply = await self.serve(message["tool"], message.get("arguments") or {}, timeout)
+        await self.channel_layer.send(message["reply_to"], {"type": agent_channels.REPLY, **reply})
+
+    async def serve(self, tool: str, arguments: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Call the device: `{"result": ...}`, or `{"failure": ..., ...}` saying why not."""
         try:
             if self.client is None:
                 raise ConnectionLost("the device does not speak MCP")
-            arguments = message.get("arguments") or {}
-            reply["result"] = await self.client.call_tool(message["tool"], arguments, timeout=timeout)
+            return {"result": await self.client.call_tool(tool, arguments, timeout=timeout)}
         except RequestTimeout:
-            reply.update(failure="timeout", timeout=timeout)
+            return {"failure": "timeout", "timeout": timeout}
         except ConnectionLost as exc:
-            reply.update(failure="disconnected", message=str(exc))
+            return {"failure": "disconnected", "message": str(exc)}
         except RemoteError as exc:
-            reply.update(failure="device", message=exc.message, code=exc.code)
+            return {"failure": "device", "message": exc.message, "code": exc.code}
         except Exception as exc:  # the caller must hear back, whatever went wrong
             logger.exception("device %s: call failed", self.agent_id)
-            reply.update(failure="error", message=str(exc) or type(exc).__name__)
-        await self.channel_layer.send(message["reply_to"], reply)
+            return {"failure": "error", "message": str(exc) or type(exc).__name__}
 
     async def agent_approved(self, message: dict[str, Any]) -> None:
         self.approved = True
@@ -199,6 +202,8 @@ class DeviceConsumer(AsyncWebsocketConsumer):
             self.discovery.cancel()
         if self.client is not None:
             self.client.close(f"the device disconnected (close code {code})")
+        if agent_channels.local_devices.get(self.agent_id) == self.serve:
+            del agent_channels.local_devices[self.agent_id]
         if self.said_hello:
             await self.channel_layer.group_discard(
                 agent_channels.agent_group(self.agent_id), self.channel_name

@@ -8,7 +8,8 @@ local MCP sessions that the tool list changed.
 
 A call goes to the agent's channel-layer group, which only the consumer holding the
 device's socket has joined (in whichever process), and the answer comes back on a reply
-channel of the caller's process. The device's result (content, isError) is returned as
+channel of the caller's process; a device connected to the caller's own process is
+called directly. The device's result (content, isError) is returned as
 it came; offline agents, timeouts and device errors become `ToolError`s worded for a model.
 """
 
@@ -253,6 +254,12 @@ class DeviceGateway:
             known = ", ".join(spec["name"] for spec in agent["tools"]) or "none"
             raise ToolError(f"Agent '{agent_id}' has no tool '{tool}'. Its tools: {known}.")
         timeout = agent["call_timeout"]
+        serve = agent_channels.local_devices.get(agent_id)
+        if serve is not None:
+            reply = await serve(tool, arguments, timeout)
+            if "result" in reply:
+                return reply["result"]
+            raise ToolError(_call_failure(agent_id, tool, reply))
         layer = get_channel_layer()
         reply_to = await layer.new_channel()
         await layer.group_send(
