@@ -29,6 +29,7 @@ from mcp_endpoint.session import (
     STATELESS_VERSIONS,
     SUPPORTED_VERSIONS,
     ServerSession,
+    SessionState,
 )
 from mcp_endpoint.tokens import aauthenticate, bearer_token, caller_for
 from mcp_endpoint.transports.asgi_http import (
@@ -233,24 +234,10 @@ class StreamableHttpApp:
         if is_dict and first.get("method") == "initialize" and not isinstance(message, list):
             await self._initialize(send, caller, token, message)
             return
-        session_id = headers.get("mcp-session-id")
-        if not session_id:
-            await respond_json(
-                send,
-                400,
-                _error_body(jsonrpc.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required"),
-            )
+        found = await self._session(headers, send, token)
+        if found is None:
             return
-        state = await aload_session(session_id, token)
-        if state is None:
-            await respond_json(
-                send,
-                404,
-                _error_body(
-                    jsonrpc.INVALID_REQUEST, "Session not found: it ended or expired; initialize again"
-                ),
-            )
-            return
+        session_id, state = found
         before = dataclasses.asdict(state)
         session = ServerSession(caller, _discard, state=state)
         await self._answer(send, session, message, [("mcp-session-id", session_id)])
@@ -371,18 +358,10 @@ class StreamableHttpApp:
                 _error_body(jsonrpc.INVALID_REQUEST, "Not Acceptable: Accept must allow text/event-stream"),
             )
             return
-        session_id = request.headers.get("mcp-session-id")
-        if not session_id:
-            await respond_json(
-                send,
-                400,
-                _error_body(jsonrpc.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required"),
-            )
+        found = await self._session(request.headers, send, token)
+        if found is None:
             return
-        state = await aload_session(session_id, token)
-        if state is None:
-            await respond_json(send, 404, _error_body(jsonrpc.INVALID_REQUEST, "Session not found"))
-            return
+        session_id, state = found
         queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=1000)
 
         async def enqueue(message: dict[str, Any]) -> None:
@@ -415,18 +394,31 @@ class StreamableHttpApp:
             await session.close()
 
     async def _delete(self, request: Request, send, token) -> None:
-        session_id = request.headers.get("mcp-session-id")
-        if not session_id:
-            await respond_json(
-                send,
-                400,
-                _error_body(jsonrpc.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required"),
-            )
+        found = await self._session(request.headers, send, token)
+        if found is None:
             return
-        if await aend_session(session_id, token):
+        if await aend_session(found[0], token):
             await respond(send, 204)
-        else:
+        else:  # ended by a concurrent DELETE
             await respond_json(send, 404, _error_body(jsonrpc.INVALID_REQUEST, "Session not found"))
+
+    @staticmethod
+    async def _session(headers: dict[str, str], send, token) -> tuple[str, SessionState] | None:
+        """The request's live session, or None once 400 (no header) or 404 (unknown, ended,
+        expired, another token's: the client must initialize again) has been answered."""
+        session_id = headers.get("mcp-session-id")
+        if not session_id:
+            error = _error_body(jsonrpc.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
+            await respond_json(send, 400, error)
+            return None
+        state = await aload_session(session_id, token)
+        if state is None:
+            error = _error_body(
+                jsonrpc.INVALID_REQUEST, "Session not found: it ended or expired; initialize again"
+            )
+            await respond_json(send, 404, error)
+            return None
+        return session_id, state
 
 
 NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
