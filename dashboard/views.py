@@ -61,20 +61,23 @@ def home(request: HttpRequest) -> HttpResponse:
     )
 
 
-@require_POST
-@login_required
-def switch_light(request: HttpRequest, name: str) -> HttpResponse:
+def _change(request: HttpRequest, field: str, write) -> HttpResponse:
+    """Run one home write from a form; answer JSON (fetch) or redirect home (plain form)."""
     try:
-        light = services.set_light_state(
-            name, _flag(request.POST.get("on")), actor=_actor(request), interface=DASHBOARD
-        )
+        row = write(_flag(request.POST.get(field)), actor=_actor(request), interface=DASHBOARD)
     except HomeError as exc:
         if _wants_json(request):
             return JsonResponse({"error": str(exc)}, status=404)
         raise Http404(str(exc)) from None
     if _wants_json(request):
-        return JsonResponse({"name": light.name, "on": light.on})
+        return JsonResponse({"name": row.name, field: getattr(row, field)})
     return redirect("dashboard:home")
+
+
+@require_POST
+@login_required
+def switch_light(request: HttpRequest, name: str) -> HttpResponse:
+    return _change(request, "on", lambda value, **who: services.set_light_state(name, value, **who))
 
 
 def set_alarm(request: HttpRequest) -> HttpResponse:
@@ -102,17 +105,7 @@ set_alarm = login_required(set_alarm)
 @require_POST
 @login_required
 def set_presence(request: HttpRequest, name: str) -> HttpResponse:
-    try:
-        person = services.set_person_presence(
-            name, _flag(request.POST.get("present")), actor=_actor(request), interface=DASHBOARD
-        )
-    except HomeError as exc:
-        if _wants_json(request):
-            return JsonResponse({"error": str(exc)}, status=404)
-        raise Http404(str(exc)) from None
-    if _wants_json(request):
-        return JsonResponse({"name": person.name, "present": person.present})
-    return redirect("dashboard:home")
+    return _change(request, "present", lambda value, **who: services.set_person_presence(name, value, **who))
 
 
 # --- sensors ---------------------------------------------------------------------------------
