@@ -19,6 +19,8 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
+from mcp_endpoint.client import ConnectionLost, McpClient, RemoteError, RequestTimeout
+
 logger = logging.getLogger(__name__)
 
 AGENT_CHANGES_GROUP = "devices.agents.changed"
@@ -60,3 +62,23 @@ def announce_agent_change_on_commit(agent_id: str) -> None:
 def tell_agent_on_commit(agent_id: str, message_type: str) -> None:
     """After commit, send a control message (such as `APPROVED`) to the agent's connection."""
     transaction.on_commit(lambda: _group_send(agent_group(agent_id), {"type": message_type}))
+
+
+async def call_reply(
+    client: McpClient | None, agent_id: str, tool: str, arguments: dict[str, Any], timeout: float
+) -> dict[str, Any]:
+    """Call a device's tool and say how it went, in the form the gateway expects from any
+    transport: `{"result": ...}`, or `{"failure": ..., ...}` saying why not."""
+    try:
+        if client is None:
+            raise ConnectionLost("the device does not speak MCP")
+        return {"result": await client.call_tool(tool, arguments, timeout=timeout)}
+    except RequestTimeout:
+        return {"failure": "timeout", "timeout": timeout}
+    except ConnectionLost as exc:
+        return {"failure": "disconnected", "message": str(exc)}
+    except RemoteError as exc:
+        return {"failure": "device", "message": exc.message, "code": exc.code}
+    except Exception as exc:  # the caller must hear back, whatever went wrong
+        logger.exception("device %s: call failed", agent_id)
+        return {"failure": "error", "message": str(exc) or type(exc).__name__}

@@ -106,6 +106,59 @@ def agent_connected(agent_id: str, session_id: str, details: dict[str, Any]) -> 
         )
 
 
+def mqtt_agent_announced(agent_id: str, session_id: str, details: dict[str, Any]) -> Agent | None:
+    """An MQTT agent announced itself on `mcp/discovery`: registered if new (the broker's
+    authentication is the gate), online under a fresh session. None when the id belongs
+    to a WebSocket agent. Only a registration or a return from offline is audited, not
+    every repeated announcement."""
+    with transaction.atomic():
+        agent, created = Agent.objects.select_for_update().get_or_create(
+            agent_id=agent_id, defaults={"transport": Agent.Transport.MQTT}
+        )
+        if agent.transport != Agent.Transport.MQTT:
+            return None
+        returning = created or not agent.online
+        agent.online = True
+        agent.session_id = session_id
+        agent.last_seen = timezone.now()
+        agent.capabilities = {"mqtt": details}
+        agent.save(update_fields=["online", "session_id", "last_seen", "capabilities"])
+        if returning:
+            record_event(
+                actor=agent_id,
+                interface=DEVICE,
+                action="agent.register" if created else "agent.connect",
+                target=f"agent:{agent_id}",
+                after={"session_id": session_id, **details},
+                broadcast={"kind": "agent", "agent_id": agent_id, "online": True},
+            )
+    return agent
+
+
+def mqtt_sessions_ended(owner: str) -> int:
+    """A worker (re)starting: the agents its previous run owned lost their link with it and
+    are offline until they announce themselves again."""
+    sessions = Agent.objects.filter(
+        transport=Agent.Transport.MQTT, online=True, session_id__startswith=f"{owner}:"
+    ).values_list("agent_id", "session_id")
+    ended = list(sessions)
+    for agent_id, session_id in ended:
+        agent_disconnected(agent_id, session_id)
+    return len(ended)
+
+
+def agent_discovery_failed(agent_id: str, session_id: str, reason: str) -> None:
+    """The agent did not list its tools: say so in the audit trail (its old tools stay)."""
+    record_event(
+        actor=agent_id,
+        interface=DEVICE,
+        action="agent.discovery_failed",
+        target=f"agent:{agent_id}",
+        after={"session_id": session_id, "reason": reason[:MAX_AUDIT_CHARS]},
+        broadcast={"kind": "agent", "agent_id": agent_id},
+    )
+
+
 def agent_discovered(
     agent_id: str,
     session_id: str,
@@ -218,5 +271,8 @@ aadmit_device = deferred(admit_device)
 aagent_connected = deferred(agent_connected)
 aagent_discovered = deferred(agent_discovered)
 aagent_disconnected = deferred(agent_disconnected)
+amqtt_agent_announced = deferred(mqtt_agent_announced)
+aagent_discovery_failed = deferred(agent_discovery_failed)
+amqtt_sessions_ended = deferred(mqtt_sessions_ended)
 arecord_agent_notification = deferred(record_agent_notification)
 arecord_agent_call = deferred(record_agent_call)

@@ -22,7 +22,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from devices import agent_channels, agent_services
-from mcp_endpoint.client import ConnectionLost, McpClient, McpClientError, RemoteError, RequestTimeout
+from mcp_endpoint.client import McpClient, McpClientError
 from mcp_endpoint.session import SERVER_NAME, SERVER_VERSION
 from mcp_endpoint.tokens import bearer_token
 
@@ -148,6 +148,7 @@ class DeviceConsumer(AsyncWebsocketConsumer):
             tools = await self.client.list_tools()
         except McpClientError as exc:
             logger.warning("device %s: discovery failed: %s", self.agent_id, exc)
+            await agent_services.aagent_discovery_failed(self.agent_id, self.session_id, str(exc))
             return
         server_info, capabilities = init.get("serverInfo"), init.get("capabilities")
         await agent_services.aagent_discovered(
@@ -172,19 +173,7 @@ class DeviceConsumer(AsyncWebsocketConsumer):
 
     async def serve(self, tool: str, arguments: dict[str, Any], timeout: float) -> dict[str, Any]:
         """Call the device: `{"result": ...}`, or `{"failure": ..., ...}` saying why not."""
-        try:
-            if self.client is None:
-                raise ConnectionLost("the device does not speak MCP")
-            return {"result": await self.client.call_tool(tool, arguments, timeout=timeout)}
-        except RequestTimeout:
-            return {"failure": "timeout", "timeout": timeout}
-        except ConnectionLost as exc:
-            return {"failure": "disconnected", "message": str(exc)}
-        except RemoteError as exc:
-            return {"failure": "device", "message": exc.message, "code": exc.code}
-        except Exception as exc:  # the caller must hear back, whatever went wrong
-            logger.exception("device %s: call failed", self.agent_id)
-            return {"failure": "error", "message": str(exc) or type(exc).__name__}
+        return await agent_channels.call_reply(self.client, self.agent_id, tool, arguments, timeout)
 
     async def agent_approved(self, message: dict[str, Any]) -> None:
         self.approved = True

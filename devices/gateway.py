@@ -266,6 +266,7 @@ class DeviceGateway:
             agent_channels.agent_group(agent_id),
             {
                 "type": agent_channels.CALL,
+                "agent_id": agent_id,
                 "reply_to": reply_to,
                 "tool": tool,
                 "arguments": arguments,

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Max, Q, QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from devices.models import Agent, AgentTool, Alarm, Event, Light, Person, TelemetryReading
+from devices.models import Agent, AgentTool, Alarm, Event, Light, Person, Sensor, TelemetryReading
 
 RANGES = {"hour": timedelta(hours=1), "day": timedelta(days=1), "week": timedelta(weeks=1)}
 SENSOR_FIELDS = ("zone", "device_type", "device_id", "channel")
@@ -104,28 +104,16 @@ def agent_tool(agent_id: str, tool: str) -> dict[str, Any] | None:
 
 
 def latest_readings() -> list[dict[str, Any]]:
-    """The newest reading of every sensor, ordered by zone, device and channel."""
-    newest = TelemetryReading.objects.values(*SENSOR_FIELDS).annotate(last=Max("measured_at")).order_by()
-    if not newest:
-        return []
-    match = Q()
-    for row in newest:
-        match |= Q(**{f: row[f] for f in SENSOR_FIELDS}, measured_at=row["last"])
-    seen: dict[tuple[str, ...], dict[str, Any]] = {}
-    for row in (
-        TelemetryReading.objects.filter(match)
-        .order_by(*SENSOR_FIELDS, "-id")
-        .values(*SENSOR_FIELDS, "value", "unit", "measured_at")
-    ):
-        key = tuple(row[f] for f in SENSOR_FIELDS)
-        if key not in seen:
-            row["path"] = "/".join(key)
-            seen[key] = row
-    return list(seen.values())
+    """The newest reading of every sensor, ordered by zone, device and channel (from the
+    sensors table the MQTT worker keeps current: no scan of the history)."""
+    rows = list(Sensor.objects.values(*SENSOR_FIELDS, "value", "unit", "measured_at"))
+    for row in rows:
+        row["path"] = "/".join(row[f] for f in SENSOR_FIELDS)
+    return rows
 
 
 def sensor_exists(key: SensorKey) -> bool:
-    return TelemetryReading.objects.filter(key.filter()).exists()
+    return Sensor.objects.filter(key.filter()).exists()
 
 
 def sensor_readings(

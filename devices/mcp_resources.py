@@ -5,11 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.db.models import Max
-
-from devices import selectors
+from devices import history, selectors
 from devices.broadcast import HOME_GROUP
-from devices.models import Light, TelemetryReading
+from devices.models import Light
 from mcp_endpoint.resources import Prompt, PromptArgument, Resource, ResourceNotFound, ResourceTemplate
 
 STATE = "home://state"
@@ -21,27 +19,6 @@ LIGHT_PREFIX = "home://lights/"
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
-
-
-def latest_readings() -> list[dict[str, Any]]:
-    """The newest reading of every sensor."""
-    sensor = ("zone", "device_type", "device_id", "channel")
-    newest = TelemetryReading.objects.values(*sensor).annotate(at=Max("measured_at"))
-    readings = []
-    for row in newest:
-        reading = TelemetryReading.objects.filter(
-            **{k: row[k] for k in sensor}, measured_at=row["at"]
-        ).first()
-        if reading is not None:
-            readings.append(
-                {
-                    **{k: row[k] for k in sensor},
-                    "value": reading.value,
-                    "unit": reading.unit,
-                    "measured_at": reading.measured_at.isoformat(),
-                }
-            )
-    return readings
 
 
 class HomeResources:
@@ -75,7 +52,10 @@ class HomeResources:
         if uri == PRESENCE:
             return _dumps(selectors.get_presence())
         if uri == SENSORS:
-            return _dumps({"sensors": latest_readings()})
+            sensors = [
+                {**row, "measured_at": row["measured_at"].isoformat()} for row in history.latest_readings()
+            ]
+            return _dumps({"sensors": sensors})
         if uri.startswith(LIGHT_PREFIX):
             light = (
                 Light.objects.filter(name=uri[len(LIGHT_PREFIX) :])

@@ -103,17 +103,80 @@ class TelemetryReading(models.Model):
 
     class Meta:
         ordering = ["-measured_at"]
-        indexes = [
-            # Serves both "latest value of a sensor" and "history of a sensor over a range".
-            models.Index(
-                fields=["zone", "device_type", "device_id", "channel", "-measured_at"],
-                name="telemetry_sensor_time",
+        constraints = [
+            # A broker's redelivery of a reading already stored is the same sensor, time and
+            # value: it is ignored. The index also serves "latest" and "range" queries.
+            models.UniqueConstraint(
+                fields=["zone", "device_type", "device_id", "channel", "measured_at", "value"],
+                name="telemetry_unique_reading",
             ),
-            models.Index(fields=["measured_at"], name="telemetry_time"),
         ]
+        indexes = [models.Index(fields=["measured_at"], name="telemetry_time")]
 
     def __str__(self) -> str:
         return f"{self.zone}/{self.device_type}/{self.device_id}/{self.channel}={self.value}{self.unit}"
+
+
+class Sensor(models.Model):
+    """A sensor's latest reading, kept current by the MQTT worker so that "the newest value
+    of every sensor" never scans the history."""
+
+    zone = models.CharField(max_length=64)
+    device_type = models.CharField(max_length=64)
+    device_id = models.CharField(max_length=64)
+    channel = models.CharField(max_length=64)
+    value = models.FloatField()
+    unit = models.CharField(max_length=16, blank=True)
+    measured_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["zone", "device_type", "device_id", "channel"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["zone", "device_type", "device_id", "channel"], name="unique_sensor"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.path}={self.value}{self.unit}"
+
+    @property
+    def path(self) -> str:
+        return f"{self.zone}/{self.device_type}/{self.device_id}/{self.channel}"
+
+
+class RejectedMessage(models.Model):
+    """An MQTT message the worker could not use, kept (bounded, oldest pruned) for a person
+    to look at: why, on which topic, and what it carried."""
+
+    topic = models.CharField(max_length=255)
+    payload = models.TextField(blank=True)
+    reason = models.CharField(max_length=200)
+    received_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"{self.topic}: {self.reason}"
+
+
+class MqttWorker(models.Model):
+    """What each MQTT worker last reported (every few seconds): its broker link and counters.
+    Any process can show it; a report older than a minute means the worker is not running."""
+
+    client_id = models.CharField(max_length=100, unique=True)
+    broker = models.CharField(max_length=200)
+    connected = models.BooleanField(default=False)
+    since = models.DateTimeField(null=True, blank=True)
+    reported_at = models.DateTimeField()
+    counters = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["client_id"]
+
+    def __str__(self) -> str:
+        return f"{self.client_id} ({'connected' if self.connected else 'disconnected'})"
 
 
 class Event(models.Model):

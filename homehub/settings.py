@@ -133,6 +133,29 @@ MQTT_PASSWORD = os.environ.get("MQTT_PASSWORD", "")
 MQTT_CA_CERTS = os.environ.get("MQTT_CA_CERTS", "")
 MQTT_CERTFILE = os.environ.get("MQTT_CERTFILE", "")
 MQTT_KEYFILE = os.environ.get("MQTT_KEYFILE", "")
+MQTT_TLS_INSECURE = env_bool("MQTT_TLS_INSECURE", False)  # skip the host name check (test brokers only)
+MQTT_PROTOCOL = os.environ.get("MQTT_PROTOCOL", "5")  # "5" or "3.1.1"
+# A fixed client id and a persistent session: QoS 1 messages published while the worker is
+# down wait at the broker. Each of several workers needs its own id.
+MQTT_CLIENT_ID = os.environ.get("MQTT_CLIENT_ID", "homehub-worker")
+MQTT_SESSION_EXPIRY_SECONDS = int(os.environ.get("MQTT_SESSION_EXPIRY_SECONDS", 7 * 86400))
+MQTT_KEEPALIVE_SECONDS = int(os.environ.get("MQTT_KEEPALIVE_SECONDS", 30))
+# Set: workers subscribe $share/<group>/... and split telemetry and commands between them.
+MQTT_SHARED_GROUP = os.environ.get("MQTT_SHARED_GROUP", "")
+# Telemetry is written in batches of this many messages or this many seconds, whichever first.
+MQTT_BATCH_SIZE = int(os.environ.get("MQTT_BATCH_SIZE", 500))
+MQTT_BATCH_SECONDS = float(os.environ.get("MQTT_BATCH_SECONDS", 0.05))
+# Messages received but not yet written; past it the worker stops reading (backpressure).
+MQTT_QUEUE_LIMIT = int(os.environ.get("MQTT_QUEUE_LIMIT", 20000))
+# Unacknowledged QoS 1 messages the broker may send at once (MQTT 5 Receive Maximum).
+MQTT_RECEIVE_MAXIMUM = int(os.environ.get("MQTT_RECEIVE_MAXIMUM", 2000))
+MQTT_REJECTED_KEEP = int(os.environ.get("MQTT_REJECTED_KEEP", 10000))
+# An MQTT agent that declared no heartbeat is offline after this much silence (0: only its last will).
+MQTT_AGENT_SILENCE_SECONDS = float(os.environ.get("MQTT_AGENT_SILENCE_SECONDS", 0))
+# Live sensor values go to the dashboard at most this often.
+MQTT_BROADCAST_SECONDS = float(os.environ.get("MQTT_BROADCAST_SECONDS", 1.0))
+# `manage.py serve` (the README's run command) runs the worker inside the hub's process.
+MQTT_IN_PROCESS = env_bool("MQTT_IN_PROCESS", True)
 
 # --- FEL --------------------------------------------------------------------------------
 FEL_ROOT = Path(os.environ.get("FEL_ROOT", BASE_DIR / "data")).resolve()

@@ -7,7 +7,10 @@ coroutine for outgoing JSON-RPC payloads and hands it every incoming payload wit
 
 Written for strict firmware: request ids are integers (a device drops other ids without
 answering), only `initialize`, `tools/list` and `tools/call` are sent, error replies may
-carry a `message` without a `code`, and the last page of `tools/list` has no `nextCursor`.
+carry a `message` without a `code` (or be a bare string), and the last page of `tools/list`
+has no `nextCursor`. MQTT agents (seed 004) name the methods `list_tools` and `call_tool`
+and expect fresh string ids (their answers come back on a topic named by the id): a
+`Dialect` says which.
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from mcp_endpoint import jsonrpc
@@ -27,6 +32,7 @@ DEFAULT_TIMEOUT = 30.0
 MAX_TOOL_PAGES = 1000  # a device that pages forever must not hold the hub forever
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
+RequestId = int | str
 NotificationHandler = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 
@@ -64,6 +70,20 @@ def _remote_error(error: Any) -> RemoteError:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """How a kind of device names the tool methods and the request ids it accepts."""
+
+    list_tools: str = "tools/list"
+    call_tool: str = "tools/call"
+    string_ids: bool = False  # integers for xiaozhi firmware; fresh UUIDs over MQTT
+    empty_cursor: bool = True  # the first tools/list page asks with cursor "" (seed 001)
+
+
+MCP = Dialect()
+SOMS = Dialect(list_tools="list_tools", call_tool="call_tool", string_ids=True, empty_cursor=False)
+
+
 class McpClient:
     def __init__(
         self,
@@ -71,12 +91,14 @@ class McpClient:
         *,
         timeout: float = DEFAULT_TIMEOUT,
         on_notification: NotificationHandler | None = None,
+        dialect: Dialect = MCP,
     ) -> None:
         self._send = send
         self.timeout = timeout
         self._on_notification = on_notification
+        self.dialect = dialect
         self._ids = itertools.count(1)
-        self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._pending: dict[RequestId, asyncio.Future[Any]] = {}
         self._closed: str | None = None
 
     @property
@@ -89,7 +111,7 @@ class McpClient:
         """Send one request and wait for its result; raises an `McpClientError` otherwise."""
         if self._closed is not None:
             raise ConnectionLost(self._closed)
-        request_id = next(self._ids)
+        request_id: RequestId = uuid.uuid4().hex if self.dialect.string_ids else next(self._ids)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "id": request_id}
@@ -150,12 +172,14 @@ class McpClient:
         cursor = ""
         seen: set[str] = set()
         for _ in range(MAX_TOOL_PAGES):
-            result = await self.request("tools/list", {"cursor": cursor})
-            page = result.get("tools") if isinstance(result, dict) else None
+            result = await self.request(
+                self.dialect.list_tools, {"cursor": cursor} if cursor or self.dialect.empty_cursor else {}
+            )
+            page = result.get("tools") if isinstance(result, dict) else result  # or a bare list
             if not isinstance(page, list):
                 raise RemoteError("malformed tools/list result: 'tools' is not a list")
             tools.extend(t for t in page if isinstance(t, dict) and isinstance(t.get("name"), str))
-            cursor = result.get("nextCursor")
+            cursor = result.get("nextCursor") if isinstance(result, dict) else None
             if not cursor or not isinstance(cursor, str):
                 return tools
             if cursor in seen:
@@ -166,7 +190,9 @@ class McpClient:
     async def call_tool(
         self, name: str, arguments: dict[str, Any], *, timeout: float | None = None
     ) -> dict[str, Any]:
-        result = await self.request("tools/call", {"name": name, "arguments": arguments}, timeout=timeout)
+        result = await self.request(
+            self.dialect.call_tool, {"name": name, "arguments": arguments}, timeout=timeout
+        )
         if not isinstance(result, dict):
             raise RemoteError("malformed tools/call result: not an object")
         return result

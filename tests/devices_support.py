@@ -7,6 +7,7 @@ import contextlib
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,38 +25,53 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @contextlib.contextmanager
-def hub(env: dict[str, str], **settings: str) -> Iterator[str]:
+def hub(env: dict[str, str], *, serve: bool = False, **settings: str) -> Iterator[str]:
     """A daphne serving the hub on a free loopback port with extra environment `settings`;
-    yields its base URL."""
+    yields its base URL. `serve`: through `manage.py serve` (the README's way, with the MQTT
+    worker in the same process)."""
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "homehub.asgi:application"],
-        cwd=ROOT,
-        env={**env, "MCP_RATE_LIMIT": "0", **settings},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    try:
-        while True:
-            try:
-                httpx.get(base + "/.well-known/oauth-protected-resource", timeout=1)
-                break
-            except httpx.HTTPError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(
-                        "daphne did not start: " + proc.stderr.read().decode()[-2000:]
-                    ) from None
-                time.sleep(0.05)
-        yield base
-    finally:
-        proc.terminate()
+    if serve:
+        command = [sys.executable, "manage.py", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    else:
+        command = [
+            sys.executable,
+            "-m",
+            "daphne",
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "homehub.asgi:application",
+        ]
+    # A file, not a pipe: a chatty hub must never block on a full one.
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env={**env, "MCP_RATE_LIMIT": "0", **settings},
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
         try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            while True:
+                try:
+                    httpx.get(base + "/.well-known/oauth-protected-resource", timeout=1)
+                    break
+                except httpx.HTTPError:
+                    if proc.poll() is not None or time.monotonic() > deadline:
+                        log.seek(0)
+                        raise RuntimeError("the hub did not start: " + log.read().decode()[-2000:]) from None
+                    time.sleep(0.05)
+            yield base
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 def device_url(base: str) -> str:

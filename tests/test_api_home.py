@@ -8,6 +8,7 @@ from django.utils import timezone
 from devices import services
 from devices.models import Agent, AgentTool, Event, Light, TelemetryReading
 from mcp_endpoint.tokens import create_token
+from tests.telemetry_support import store_readings
 
 pytestmark = pytest.mark.django_db
 
@@ -142,7 +143,7 @@ def test_agents(client, agent):
 
 def test_sensors_and_telemetry_pagination(client, db):
     now = timezone.now()
-    TelemetryReading.objects.bulk_create(
+    store_readings(
         TelemetryReading(
             zone="z",
             device_type="sensor",

@@ -103,6 +103,7 @@ def seed_telemetry_and_agent():
     from django.utils import timezone
 
     from devices.models import Agent, AgentTool, TelemetryReading
+    from tests.telemetry_support import store_readings
 
     now = timezone.now()
     readings = []
@@ -143,7 +144,7 @@ def seed_telemetry_and_agent():
             measured_at=now,
         )
     )
-    TelemetryReading.objects.bulk_create(readings)
+    store_readings(readings)
     speaker = Agent.objects.create(
         agent_id="esp32-speaker", name="Living-room speaker", online=True, last_seen=now
     )

@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from devices import services
 from devices.models import Agent, AgentTool, Event, Light, Person, TelemetryReading
+from tests.telemetry_support import store_readings
 
 pytestmark = pytest.mark.django_db
 
@@ -39,7 +40,7 @@ def readings(db):
             measured_at=now,
         )
     )
-    TelemetryReading.objects.bulk_create(rows)
+    store_readings(rows)
 
 
 @pytest.fixture
@@ -148,13 +149,17 @@ def test_sensor_detail_chart_ranges(staff_client, readings):
 
 
 def test_sensor_chart_with_no_recent_readings(staff_client, db):
-    TelemetryReading.objects.create(
-        zone="z",
-        device_type="t",
-        device_id="d",
-        channel="c",
-        value=1,
-        measured_at=timezone.now() - timedelta(days=30),
+    store_readings(
+        [
+            TelemetryReading(
+                zone="z",
+                device_type="t",
+                device_id="d",
+                channel="c",
+                value=1,
+                measured_at=timezone.now() - timedelta(days=30),
+            )
+        ]
     )
     html = staff_client.get("/sensors/z/t/d/c/", {"range": "hour"}).content.decode()
     assert "No readings in this range" in html

@@ -1,0 +1,65 @@
+import asyncio
+import logging
+import sys
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from devices.mqtt.connection import BrokerConfig, BrokerConfigError
+
+
+class Command(BaseCommand):
+    help = (
+        "Serve the hub with daphne (HTTP, WebSockets, /mcp) and, unless MQTT_IN_PROCESS=0, the "
+        "MQTT worker in the same process, so that with the in-memory channel layer LLM calls "
+        "still reach MQTT agents. With no broker reachable the hub serves everything else and "
+        "keeps retrying."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--no-mqtt", action="store_true", help="do not run the MQTT worker here")
+        parser.add_argument("--access-log", action="store_true", help="log every request to stdout")
+
+    def handle(self, *args, host, port, no_mqtt, access_log, **options):
+        # Daphne installs Twisted's asyncio reactor when imported: import it here, not at the top.
+        from daphne.access import AccessLogGenerator
+        from daphne.endpoints import build_endpoint_description_strings
+        from daphne.server import Server
+        from twisted.internet import defer, reactor
+
+        from devices.gateway import gateway
+        from homehub.asgi import application
+
+        worker = None
+        if settings.MQTT_IN_PROCESS and not no_mqtt:
+            from devices.mqtt.worker import Worker
+
+            try:
+                worker = Worker(BrokerConfig.from_settings())
+            except BrokerConfigError as exc:
+                raise CommandError(str(exc)) from None
+            logging.getLogger("devices.mqtt").setLevel(logging.INFO)
+
+        def ready() -> None:
+            loop = asyncio.get_event_loop()
+            loop.call_soon(lambda: asyncio.ensure_future(gateway.start()))
+            if worker is not None:
+                loop.call_soon(lambda: asyncio.ensure_future(worker.start()))
+                reactor.addSystemEventTrigger(
+                    "before",
+                    "shutdown",
+                    lambda: defer.Deferred.fromFuture(asyncio.ensure_future(worker.stop())),
+                )
+
+        self.stderr.write(
+            f"HomeHub on http://{host}:{port}/"
+            + (f" with the MQTT worker ({settings.MQTT_URL})" if worker else " (no MQTT worker here)")
+        )
+        Server(
+            application=application,
+            endpoints=build_endpoint_description_strings(host=host, port=port),
+            action_logger=AccessLogGenerator(sys.stdout) if access_log else None,
+            ready_callable=ready,
+        ).run()

@@ -1,0 +1,283 @@
+"""MCP over MQTT (seed 004): the hub as the client of SOMS-style agents.
+
+An agent announces itself on `mcp/discovery` (`{"agent_id", "capabilities", ...}`); the
+worker that receives the announcement (one of a shared group) registers it, owns it,
+and lists its tools with `list_tools` on `mcp/{id}/request/list_tools` (or `tools/list`
+for agents that declare `"methods": ["tools/list", "tools/call"]`). Answers come back on
+`mcp/{id}/response/{request_id}`; the JSON-RPC id inside is authoritative, and duplicate
+or late answers find no pending request and are dropped.
+
+Calls reach an agent through the same gateway as WebSocket devices: the owning worker
+registers the agent in `agent_channels.local_devices` (for callers in its own process)
+and joins the agent's channel-layer group (for callers in other processes).
+
+An agent is offline after its last will (`offline` on `mcp/{id}/status`), or after it has
+been silent for three of its declared heartbeats (`"heartbeat": seconds` in its
+announcement; `MQTT_AGENT_SILENCE_SECONDS` for agents that declare none).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from channels.layers import get_channel_layer
+
+from devices import agent_channels, agent_services
+from devices.mqtt import topics
+from mcp_endpoint.client import SOMS, Dialect, McpClient, McpClientError
+
+logger = logging.getLogger(__name__)
+
+STANDARD = Dialect(string_ids=True)  # tools/list and tools/call, fresh string ids
+HEARTBEATS_OF_SILENCE = 3
+SWEEP_SECONDS = 2.0
+REJOIN_SECONDS = 3600.0  # group memberships expire in the Redis layer
+MAX_CAPABILITIES = 50
+
+Publish = Callable[[str, str], None]
+
+
+class AnnouncementError(ValueError):
+    """An announcement the hub will not act on; the text says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Announcement:
+    agent_id: str
+    details: dict[str, Any]  # capabilities, methods, heartbeat (what the agent said of itself)
+
+    @property
+    def dialect(self) -> Dialect:
+        return STANDARD if "tools/list" in self.details.get("methods", []) else SOMS
+
+    @property
+    def heartbeat(self) -> float | None:
+        return self.details.get("heartbeat")
+
+
+def parse_announcement(payload: bytes) -> Announcement:
+    try:
+        body = json.loads(payload)
+    except (ValueError, UnicodeDecodeError):
+        raise AnnouncementError("announcement is not JSON") from None
+    if not isinstance(body, dict):
+        raise AnnouncementError("announcement is not a JSON object")
+    agent_id = body.get("agent_id")
+    if not topics.valid_agent_id(agent_id):
+        raise AnnouncementError("agent_id must be 1 to 64 of A-Z a-z 0-9 _ -")
+    capabilities = body.get("capabilities", [])
+    if not isinstance(capabilities, list) or not all(isinstance(c, str) for c in capabilities):
+        raise AnnouncementError("capabilities must be a list of strings")
+    details: dict[str, Any] = {"capabilities": capabilities[:MAX_CAPABILITIES]}
+    methods = body.get("methods")
+    if isinstance(methods, list):
+        details["methods"] = [m for m in methods if isinstance(m, str)][:10]
+    heartbeat = body.get("heartbeat")
+    if isinstance(heartbeat, int | float) and not isinstance(heartbeat, bool) and 0 < heartbeat <= 86400:
+        details["heartbeat"] = float(heartbeat)
+    return Announcement(agent_id, details)
+
+
+@dataclass(slots=True)
+class Link:
+    """An agent this worker owns: its MCP client and when it was last heard."""
+
+    agent_id: str
+    session_id: str
+    client: McpClient
+    call_timeout: float
+    allowance: float | None  # seconds of silence before it counts as gone
+    heard: float = field(default_factory=time.monotonic)
+    discovery: asyncio.Task[Any] | None = None
+
+
+class AgentBridge:
+    def __init__(self, publish: Publish, *, owner: str, default_silence: float) -> None:
+        self._publish = publish  # paho's publish is thread-safe and does not block
+        self.owner = owner  # the worker's client id, the prefix of its agents' sessions
+        self.default_silence = default_silence
+        self._links: dict[str, Link] = {}
+        self._layer: Any = None
+        self._channel = ""
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    @property
+    def agents(self) -> list[str]:
+        return sorted(self._links)
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def start(self) -> None:
+        """Join the channel layer; agents a previous run of this worker owned are offline
+        until they announce again (the hub's birth message asks them to)."""
+        self._layer = get_channel_layer()
+        self._channel = await self._layer.new_channel()
+        await agent_services.amqtt_sessions_ended(self.owner)
+        self._spawn(self._listen())
+        self._spawn(self._sweep())
+
+    async def stop(self) -> None:
+        for agent_id in list(self._links):
+            await self._gone(agent_id, "the hub's MQTT worker stopped")
+        for task in list(self._tasks):
+            task.cancel()
+
+    # --- from the broker ------------------------------------------------------------------
+
+    async def on_announcement(self, announcement: Announcement) -> str | None:
+        """Register and discover an announced agent; returns why not, if it was refused."""
+        agent_id = announcement.agent_id
+        session_id = f"{self.owner}:{uuid.uuid4().hex[:16]}"
+        agent = await agent_services.amqtt_agent_announced(agent_id, session_id, announcement.details)
+        if agent is None:
+            return f"agent id '{agent_id}' belongs to a WebSocket agent"
+        self._drop(agent_id, "the agent announced itself again")
+        if not agent.approved:
+            return None  # known, waiting for an administrator
+        heartbeat = announcement.heartbeat
+        silence = heartbeat * HEARTBEATS_OF_SILENCE if heartbeat else self.default_silence
+        link = Link(
+            agent_id=agent_id,
+            session_id=session_id,
+            client=McpClient(self._sender(agent_id), dialect=announcement.dialect),
+            call_timeout=agent.call_timeout,
+            allowance=silence or None,
+        )
+        self._links[agent_id] = link
+        agent_channels.local_devices[agent_id] = self._server(agent_id)
+        group = agent_channels.agent_group(agent_id)
+        # Whoever owned it before (another worker) lets go.
+        await self._layer.group_send(
+            group, {"type": agent_channels.REPLACED, "agent_id": agent_id, "by": self._channel}
+        )
+        await self._layer.group_add(group, self._channel)
+        link.discovery = self._spawn(self._discover(link))
+        return None
+
+    async def on_response(self, agent_id: str, request_id: str, payload: bytes) -> None:
+        link = self._links.get(agent_id)
+        if link is None:
+            return
+        try:
+            message = json.loads(payload)
+        except (ValueError, UnicodeDecodeError):
+            logger.warning("agent %s: a response that is not JSON", agent_id)
+            return
+        if isinstance(message, dict) and "id" not in message:
+            message["id"] = request_id  # the topic names the request when the body does not
+        link.heard = time.monotonic()
+        await link.client.feed(message)
+
+    async def on_status(self, agent_id: str, payload: bytes) -> None:
+        if payload.strip().lower() == b"offline":
+            await self._gone(agent_id, "the agent went offline (its last will)")
+        elif agent_id in self._links:
+            self._links[agent_id].heard = time.monotonic()
+
+    def heard_from(self, device_ids: set[str]) -> None:
+        now = time.monotonic()
+        for device_id in device_ids:
+            link = self._links.get(device_id)
+            if link is not None:
+                link.heard = now
+
+    # --- the agent's tools ------------------------------------------------------------------
+
+    def _sender(self, agent_id: str) -> Callable[[dict[str, Any]], Coroutine[Any, Any, None]]:
+        async def send(message: dict[str, Any]) -> None:
+            self._publish(topics.request(agent_id, message["method"]), json.dumps(message))
+
+        return send
+
+    async def _discover(self, link: Link) -> None:
+        try:
+            tools = await link.client.list_tools()
+        except McpClientError as exc:
+            logger.warning("agent %s: discovery failed: %s", link.agent_id, exc)
+            await agent_services.aagent_discovery_failed(link.agent_id, link.session_id, str(exc))
+            return
+        await agent_services.aagent_discovered(
+            link.agent_id,
+            link.session_id,
+            server_info={"name": link.agent_id, "transport": "mqtt"},
+            capabilities={"mqtt": {"dialect": link.client.dialect.list_tools}},
+            tools=tools,
+        )
+
+    def _server(
+        self, agent_id: str
+    ) -> Callable[[str, dict[str, Any], float], Coroutine[Any, Any, dict[str, Any]]]:
+        async def serve(tool: str, arguments: dict[str, Any], timeout: float) -> dict[str, Any]:
+            link = self._links.get(agent_id)
+            client = link.client if link is not None else None
+            return await agent_channels.call_reply(client, agent_id, tool, arguments, timeout)
+
+        return serve
+
+    # --- presence ----------------------------------------------------------------------------
+
+    def _drop(self, agent_id: str, reason: str) -> Link | None:
+        """Forget an agent here (its calls fail now), without changing the database."""
+        link = self._links.pop(agent_id, None)
+        if link is None:
+            return None
+        link.client.close(reason)
+        if link.discovery is not None:
+            link.discovery.cancel()
+        agent_channels.local_devices.pop(agent_id, None)
+        self._spawn(self._layer.group_discard(agent_channels.agent_group(agent_id), self._channel))
+        return link
+
+    async def _gone(self, agent_id: str, reason: str) -> None:
+        link = self._drop(agent_id, reason)
+        if link is not None:
+            logger.info("agent %s: offline: %s", agent_id, reason)
+            await agent_services.aagent_disconnected(agent_id, link.session_id)
+
+    async def _sweep(self) -> None:
+        while True:
+            await asyncio.sleep(SWEEP_SECONDS)
+            now = time.monotonic()
+            for link in list(self._links.values()):
+                if link.allowance is not None and now - link.heard > link.allowance:
+                    await self._gone(link.agent_id, f"silent for more than {link.allowance:g} s")
+
+    # --- calls from other processes ------------------------------------------------------------
+
+    async def _listen(self) -> None:
+        while True:
+            try:
+                message = await asyncio.wait_for(self._layer.receive(self._channel), REJOIN_SECONDS)
+            except TimeoutError:
+                for agent_id in self._links:
+                    await self._layer.group_add(agent_channels.agent_group(agent_id), self._channel)
+                continue
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("mqtt agents: the channel layer failed; retrying")
+                await asyncio.sleep(1)
+                continue
+            kind = message.get("type")
+            if kind == agent_channels.CALL:
+                self._spawn(self._serve_remote(message))
+            elif kind == agent_channels.REPLACED and message.get("by") != self._channel:
+                self._drop(str(message.get("agent_id")), "another hub worker took the agent over")
+
+    async def _serve_remote(self, message: dict[str, Any]) -> None:
+        agent_id = str(message.get("agent_id"))
+        link = self._links.get(agent_id)
+        timeout = message.get("timeout") or (link.call_timeout if link else 30.0)
+        reply = await self._server(agent_id)(message["tool"], message.get("arguments") or {}, timeout)
+        await self._layer.send(message["reply_to"], {"type": agent_channels.REPLY, **reply})

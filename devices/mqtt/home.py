@@ -1,0 +1,128 @@
+"""The home on the bus: state out, commands in, so other home systems can follow and drive it.
+
+Each light's state is published retained on `homehub/lights/<name>/state` and the alarm's
+on `homehub/alarm/state` (`{"on": true}`, `{"armed": false}`), whenever anything changes
+it (the worker listens to the same broadcasts as the dashboard) and on every connection.
+Commands arrive on `homehub/lights/<name>/set` (`on`/`off`, `true`/`false`, `1`/`0` or
+`{"on": true}`) and `homehub/alarm/set` (`arm`/`disarm`, `true`/`false` or `{"armed": true}`)
+and go through the services like any other door, audited with interface `mqtt`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+
+from devices import history, services
+from devices.broadcast import HOME_GROUP
+from devices.errors import HomeError
+from devices.models import Event
+from devices.mqtt import topics
+
+logger = logging.getLogger(__name__)
+
+ACTOR = "mqtt"
+MAX_COMMAND_BYTES = 256
+TRUE_WORDS = {"on", "true", "1", "arm", "armed", "yes"}
+FALSE_WORDS = {"off", "false", "0", "disarm", "disarmed", "no"}
+
+Publish = Callable[[str, str, bool], None]  # topic, payload, retain
+
+
+class CommandError(ValueError):
+    pass
+
+
+def parse_switch(payload: bytes, key: str) -> bool:
+    """The on/off (armed/disarmed) a command asks for, in any of the accepted forms."""
+    if len(payload) > MAX_COMMAND_BYTES:
+        raise CommandError("command too large")
+    text = payload.decode("utf-8", errors="replace").strip()
+    try:
+        body: Any = json.loads(text)
+    except ValueError:
+        body = text
+    if isinstance(body, dict):
+        body = body.get(key)
+    if isinstance(body, bool):
+        return body
+    word = str(body).strip().lower() if isinstance(body, str | int) else ""
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise CommandError(f'expected on/off, true/false or {{"{key}": true|false}}')
+
+
+class HomeBridge:
+    def __init__(self, publish: Publish) -> None:
+        self._publish = publish
+        self._task: asyncio.Task[Any] | None = None
+
+    async def start(self) -> None:
+        layer = get_channel_layer()
+        channel = await layer.new_channel()
+        await layer.group_add(HOME_GROUP, channel)
+        self._task = asyncio.ensure_future(self._listen(layer, channel))
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    async def publish_all(self) -> None:
+        """Every light and the alarm, retained (on each connection: the broker may have
+        restarted without its store)."""
+        lights, alarm = await sync_to_async(lambda: (history.lights(), history.alarm()))()
+        for light in lights:
+            self._light(light["name"], light["on"])
+        self._alarm(alarm["armed"])
+
+    def _light(self, name: str, on: bool) -> None:
+        self._publish(topics.light_state(name), json.dumps({"on": on}), True)
+
+    def _alarm(self, armed: bool) -> None:
+        self._publish(topics.ALARM_STATE, json.dumps({"armed": armed}), True)
+
+    async def _listen(self, layer: Any, channel: str) -> None:
+        while True:
+            try:
+                message = await layer.receive(channel)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("mqtt home: the channel layer failed; retrying")
+                await asyncio.sleep(1)
+                continue
+            event = message.get("event") or {}
+            kind = event.get("kind")
+            if kind == "light" and isinstance(event.get("name"), str):
+                self._light(event["name"], bool(event.get("on")))
+            elif kind == "alarm":
+                self._alarm(bool(event.get("armed")))
+            elif kind == "home":
+                await self.publish_all()
+
+    # --- commands ------------------------------------------------------------------------------
+
+    async def on_light_command(self, name: str, payload: bytes) -> str | None:
+        """Apply a light command; returns why not when it cannot be applied."""
+        try:
+            on = parse_switch(payload, "on")
+            await services.aset_light_state(name, on, actor=ACTOR, interface=Event.Interface.MQTT)
+        except (CommandError, HomeError) as exc:
+            return str(exc)
+        return None
+
+    async def on_alarm_command(self, payload: bytes) -> str | None:
+        try:
+            armed = parse_switch(payload, "armed")
+            await services.aset_alarm_state(armed, actor=ACTOR, interface=Event.Interface.MQTT)
+        except CommandError as exc:
+            return str(exc)
+        return None

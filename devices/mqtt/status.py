@@ -1,0 +1,50 @@
+"""What each MQTT worker reports about itself, for the dashboard and health checks in any
+process: written every few seconds by the worker, read by anyone."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.utils import timezone
+
+from devices.models import MqttWorker
+
+REPORT_SECONDS = 5.0
+STALE_AFTER = timedelta(minutes=1)  # no report for this long: the worker is not running
+
+
+def report(
+    *, client_id: str, broker: str, connected: bool, since: datetime | None, counters: dict[str, int]
+) -> None:
+    MqttWorker.objects.update_or_create(
+        client_id=client_id,
+        defaults={
+            "broker": broker,
+            "connected": connected,
+            "since": since,
+            "reported_at": timezone.now(),
+            "counters": counters,
+        },
+    )
+
+
+def workers() -> list[dict[str, Any]]:
+    """Every worker that reported lately, with `running` false for those gone quiet."""
+    now = timezone.now()
+    rows = list(
+        MqttWorker.objects.values("client_id", "broker", "connected", "since", "reported_at", "counters")
+    )
+    for row in rows:
+        row["running"] = now - row["reported_at"] < STALE_AFTER
+        row["connected"] = row["connected"] and row["running"]
+    return rows
+
+
+def broker_state() -> str:
+    """`connected` if a running worker holds a link to the broker, `disconnected` if the
+    running workers have none (they keep retrying), `no worker` if none is running."""
+    running = [w for w in workers() if w["running"]]
+    if not running:
+        return "no worker"
+    return "connected" if any(w["connected"] for w in running) else "disconnected"

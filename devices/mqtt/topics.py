@@ -1,0 +1,63 @@
+"""Every topic the hub uses, in one place (docs/MQTT.md describes them for device makers)."""
+
+from __future__ import annotations
+
+import re
+
+TELEMETRY = "office/#"  # every shape, so that a wrong one is recorded as rejected
+DISCOVERY = "mcp/discovery"
+RESPONSES = "mcp/+/response/+"
+AGENT_STATUS = "mcp/+/status"  # an agent's last will ("offline") and its "online"
+HUB_STATUS = "homehub/status"  # the hub's birth ("online") and last will ("offline"), retained
+LIGHT_COMMANDS = "homehub/lights/+/set"
+ALARM_COMMANDS = "homehub/alarm/set"
+ALARM_STATE = "homehub/alarm/state"
+
+# An agent id becomes a topic level: "/", "+" or "#" in it could reach other agents' topics.
+AGENT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+LIGHT_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def shared(topic: str, group: str) -> str:
+    """`$share/<group>/<topic>` when workers split the load, else the topic itself."""
+    return f"$share/{group}/{topic}" if group else topic
+
+
+def valid_agent_id(agent_id: object) -> bool:
+    return isinstance(agent_id, str) and AGENT_ID.fullmatch(agent_id) is not None
+
+
+def request(agent_id: str, method: str) -> str:
+    return f"mcp/{agent_id}/request/{method}"
+
+
+def light_state(name: str) -> str:
+    return f"homehub/lights/{name}/state"
+
+
+def levels(topic: str) -> list[str]:
+    return topic.split("/")
+
+
+def response_of(topic: str) -> tuple[str, str] | None:
+    """(agent id, request id) of `mcp/{agent_id}/response/{request_id}`."""
+    parts = levels(topic)
+    if len(parts) == 4 and parts[0] == "mcp" and parts[2] == "response":
+        return parts[1], parts[3]
+    return None
+
+
+def status_of(topic: str) -> str | None:
+    """The agent id of `mcp/{agent_id}/status`."""
+    parts = levels(topic)
+    if len(parts) == 3 and parts[0] == "mcp" and parts[2] == "status":
+        return parts[1]
+    return None
+
+
+def light_command_of(topic: str) -> str | None:
+    """The light name of `homehub/lights/{name}/set`."""
+    parts = levels(topic)
+    if len(parts) == 4 and parts[:2] == ["homehub", "lights"] and parts[3] == "set":
+        return parts[2]
+    return None

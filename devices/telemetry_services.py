@@ -1,0 +1,138 @@
+"""The only code that writes telemetry: readings in batches, each sensor's latest value,
+devices' `last_seen`, rejected messages, and pruning.
+
+The MQTT worker calls `store_batch` once per batch and acknowledges the batch's messages
+to the broker only after it returns, so a crash loses nothing; a redelivered reading hits
+the table's unique constraint and is ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from devices.models import Agent, RejectedMessage, Sensor, TelemetryReading
+from devices.telemetry_parsing import Reading, describe
+
+MAX_TOPIC_CHARS = 255
+PRUNE_CHUNK = 5000
+
+
+@dataclass(slots=True)
+class Batch:
+    """What one batch of messages brought."""
+
+    readings: list[Reading] = field(default_factory=list)
+    alive: set[str] = field(default_factory=set)  # device ids heard from (readings and heartbeats)
+    rejected: list[tuple[str, bytes, str]] = field(default_factory=list)  # (topic, payload, reason)
+
+    def __len__(self) -> int:
+        return len(self.readings) + len(self.rejected)
+
+
+def _when(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def _newest_per_sensor(readings: Iterable[Reading]) -> dict[tuple[str, str, str, str], Reading]:
+    newest: dict[tuple[str, str, str, str], Reading] = {}
+    for reading in readings:
+        key = reading.sensor
+        known = newest.get(key)
+        if known is None or reading.measured_at >= known.measured_at:
+            newest[key] = reading
+    return newest
+
+
+def _upsert_sensors(latest: Sequence[Reading]) -> None:
+    """Each sensor's row takes the batch's newest reading unless it already holds a newer one
+    (readings arrive out of order across workers and redeliveries)."""
+    table = connection.ops.quote_name(Sensor._meta.db_table)
+    sql = (
+        f"INSERT INTO {table} (zone, device_type, device_id, channel, value, unit, measured_at) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s) "
+        "ON CONFLICT (zone, device_type, device_id, channel) DO UPDATE SET "
+        "value = excluded.value, unit = excluded.unit, measured_at = excluded.measured_at "
+        f"WHERE excluded.measured_at >= {table}.measured_at"
+    )
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            sql,
+            [
+                (r.zone, r.device_type, r.device_id, r.channel, r.value, r.unit, _when(r.measured_at))
+                for r in latest
+            ],
+        )
+
+
+def store_batch(batch: Batch) -> list[dict[str, Any]]:
+    """Store a batch in one transaction; returns the latest reading of each sensor it touched
+    (for the dashboard's live view)."""
+    now = timezone.now()
+    latest = list(_newest_per_sensor(batch.readings).values())
+    with transaction.atomic():
+        if batch.readings:
+            TelemetryReading.objects.bulk_create(
+                [
+                    TelemetryReading(
+                        zone=r.zone,
+                        device_type=r.device_type,
+                        device_id=r.device_id,
+                        channel=r.channel,
+                        value=r.value,
+                        unit=r.unit,
+                        measured_at=_when(r.measured_at),
+                        received_at=now,
+                    )
+                    for r in batch.readings
+                ],
+                ignore_conflicts=True,
+            )
+            _upsert_sensors(latest)
+        if batch.alive:
+            Agent.objects.filter(agent_id__in=batch.alive).update(last_seen=now)
+        if batch.rejected:
+            RejectedMessage.objects.bulk_create(
+                RejectedMessage(topic=topic[:MAX_TOPIC_CHARS], payload=describe(payload), reason=reason[:200])
+                for topic, payload, reason in batch.rejected
+            )
+    return [
+        {
+            "path": "/".join(r.sensor),
+            "value": r.value,
+            "unit": r.unit,
+            "measured_at": _when(r.measured_at).isoformat(),
+        }
+        for r in latest
+    ]
+
+
+def prune_rejected(keep: int) -> int:
+    """Keep only the newest `keep` rejected messages."""
+    newest = RejectedMessage.objects.order_by("-id").values_list("id", flat=True)[keep : keep + 1]
+    boundary = next(iter(newest), None)
+    if boundary is None:
+        return 0
+    deleted, _ = RejectedMessage.objects.filter(id__lte=boundary).delete()
+    return deleted
+
+
+def prune_telemetry(older_than: timedelta) -> int:
+    """Delete readings measured before now - `older_than`, in chunks (short transactions,
+    bounded memory). Each sensor's latest value stays."""
+    cutoff = timezone.now() - older_than
+    total = 0
+    while True:
+        ids = list(
+            TelemetryReading.objects.filter(measured_at__lt=cutoff).values_list("id", flat=True)[:PRUNE_CHUNK]
+        )
+        if not ids:
+            return total
+        with transaction.atomic():
+            TelemetryReading.objects.filter(id__in=ids).delete()
+        total += len(ids)
