@@ -91,3 +91,23 @@ def make_token(transactional_db):
         return create_token(name, list(scopes), **kwargs)[1]
 
     return make
+
+
+@pytest.fixture
+def redis_url():
+    """A Redis database of its own for the test (skipped where no Redis runs)."""
+    import os
+    import random
+
+    import redis
+
+    base = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379")
+    url = f"{base}/{random.randint(8, 15)}"
+    client = redis.Redis.from_url(url)
+    try:
+        client.ping()
+    except redis.ConnectionError:
+        pytest.skip(f"no Redis at {base}")
+    client.flushdb()
+    yield url
+    client.flushdb()

@@ -1,10 +1,6 @@
 """Two hub processes sharing a Redis channel layer: the device on one, the LLM agent on the other."""
 
-import os
-import random
-
 import pytest
-import redis
 from asgiref.sync import async_to_sync
 
 from devices.models import Event
@@ -13,20 +9,6 @@ from tests.devices_support import LlmSession, eventually, hub, new_device
 pytestmark = pytest.mark.live
 MAC = "aa:bb:cc:00:00:03"
 VOLUME = "aa_bb_cc_00_00_03__self_audio_speaker_set_volume"
-
-
-@pytest.fixture
-def redis_url():
-    base = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379")
-    url = f"{base}/{random.randint(8, 15)}"
-    client = redis.Redis.from_url(url)
-    try:
-        client.ping()
-    except redis.ConnectionError:
-        pytest.skip(f"no Redis at {base}")
-    client.flushdb()
-    yield url
-    client.flushdb()
 
 
 def test_device_on_one_process_agent_on_another(live_env, make_token, redis_url):

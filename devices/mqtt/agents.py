@@ -104,6 +104,7 @@ class AgentBridge:
         self.owner = owner  # the worker's client id, the prefix of its agents' sessions
         self.default_silence = default_silence
         self._links: dict[str, Link] = {}
+        self._announcing: dict[str, asyncio.Lock] = {}
         self._layer: Any = None
         self._channel = ""
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -136,13 +137,22 @@ class AgentBridge:
     # --- from the broker ------------------------------------------------------------------
 
     async def on_announcement(self, announcement: Announcement) -> str | None:
-        """Register and discover an announced agent; returns why not, if it was refused."""
+        """Register and discover an announced agent; returns why not, if it was refused.
+        Announcements of one agent are handled one at a time (an agent announces at boot and
+        again on the hub's birth message, often both at once), so that the session recorded
+        in the database is the one whose discovery runs."""
+        lock = self._announcing.setdefault(announcement.agent_id, asyncio.Lock())
+        async with lock:
+            return await self._announced(announcement)
+
+    async def _announced(self, announcement: Announcement) -> str | None:
         agent_id = announcement.agent_id
         session_id = f"{self.owner}:{uuid.uuid4().hex[:16]}"
         agent = await agent_services.amqtt_agent_announced(agent_id, session_id, announcement.details)
         if agent is None:
             return f"agent id '{agent_id}' belongs to a WebSocket agent"
-        self._drop(agent_id, "the agent announced itself again")
+        # Still in the agent's group: the new link joins it again below.
+        await self._drop(agent_id, "the agent announced itself again", leave_group=False)
         if not agent.approved:
             return None  # known, waiting for an administrator
         heartbeat = announcement.heartbeat
@@ -227,20 +237,21 @@ class AgentBridge:
 
     # --- presence ----------------------------------------------------------------------------
 
-    def _drop(self, agent_id: str, reason: str) -> Link | None:
+    async def _drop(self, agent_id: str, reason: str, *, leave_group: bool = True) -> Link | None:
         """Forget an agent here (its calls fail now), without changing the database."""
         link = self._links.pop(agent_id, None)
         if link is None:
             return None
-        link.client.close(reason)
         if link.discovery is not None:
-            link.discovery.cancel()
+            link.discovery.cancel()  # before the close, which would fail it as if the agent had
+        link.client.close(reason)
         agent_channels.local_devices.pop(agent_id, None)
-        self._spawn(self._layer.group_discard(agent_channels.agent_group(agent_id), self._channel))
+        if leave_group:
+            await self._layer.group_discard(agent_channels.agent_group(agent_id), self._channel)
         return link
 
     async def _gone(self, agent_id: str, reason: str) -> None:
-        link = self._drop(agent_id, reason)
+        link = await self._drop(agent_id, reason)
         if link is not None:
             logger.info("agent %s: offline: %s", agent_id, reason)
             await agent_services.aagent_disconnected(agent_id, link.session_id)
@@ -273,7 +284,7 @@ class AgentBridge:
             if kind == agent_channels.CALL:
                 self._spawn(self._serve_remote(message))
             elif kind == agent_channels.REPLACED and message.get("by") != self._channel:
-                self._drop(str(message.get("agent_id")), "another hub worker took the agent over")
+                await self._drop(str(message.get("agent_id")), "another hub worker took the agent over")
 
     async def _serve_remote(self, message: dict[str, Any]) -> None:
         agent_id = str(message.get("agent_id"))

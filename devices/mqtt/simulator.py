@@ -4,7 +4,8 @@ Used by `manage.py simulate_mqtt_agent`, the tests and the benchmarks. Like SOMS
 announces itself on `mcp/discovery` at boot (and again whenever the hub says `online` on
 `homehub/status`), answers `list_tools` and `call_tool` on `mcp/{id}/request/...` with
 answers on `mcp/{id}/response/{request_id}`, and has SOMS's habits: errors are plain
-strings (`"error": "..."`), and a call of a tool it does not know gets no answer at all.
+strings (`"error": "..."`), and a call of a tool it does not know gets no answer at all
+(`silent_tools` lists such tools, as a stale tool list would).
 Its last will is `offline` on `mcp/{id}/status`. With `telemetry_seconds` it publishes
 temperature, humidity, CO2 and presence on `office/{zone}/sensor/{id}/{channel}`.
 """
@@ -83,12 +84,15 @@ class SimulatedMqttAgent:
         heartbeat: float | None = None,
         telemetry_seconds: float | None = None,
         methods: list[str] | None = None,
+        silent_tools: tuple[str, ...] = (),
     ) -> None:
         self.agent_id = agent_id
         self.zone = zone
         self.heartbeat = heartbeat
         self.telemetry_seconds = telemetry_seconds
         self.methods = methods
+        # Listed but unknown to its dispatcher (a stale tool list): calls get SOMS's silence.
+        self.silent_tools = silent_tools
         self.state = AgentState()
         self.announced = threading.Event()
         self._stop = threading.Event()
@@ -160,7 +164,11 @@ class SimulatedMqttAgent:
 
     def _answer(self, method: str, params: dict[str, Any]) -> dict[str, Any] | None:
         if method in {"list_tools", "tools/list"}:
-            return {"result": {"tools": TOOLS}}
+            silent = [
+                {"name": n, "description": "Listed, never answered", "inputSchema": {}}
+                for n in self.silent_tools
+            ]
+            return {"result": {"tools": TOOLS + silent}}
         if method not in {"call_tool", "tools/call"}:
             return {"error": f"Unknown method {method}"}
         name, arguments = params.get("name"), params.get("arguments") or {}

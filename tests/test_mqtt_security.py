@@ -1,0 +1,61 @@
+"""The shipped broker configuration (deploy/mosquitto): passwords, and an ACL by which each
+agent may only publish its own telemetry, answers and status and read its own requests."""
+
+import time
+
+import paho.mqtt.client as mqtt
+import pytest
+from paho.mqtt.enums import CallbackAPIVersion
+
+from devices.models import Light, MqttWorker, TelemetryReading
+from tests.mqtt_support import Process, broker, client, publish_all, wait_until, worker_env
+
+pytestmark = pytest.mark.live
+USERS = {"homehub": "hub-secret", "esp32_01": "agent-secret", "esp32_02": "other-secret"}
+
+
+def test_agents_are_confined_to_their_own_topics(live_env, tmp_path):
+    with broker(tmp_path / "broker", secure=True, users=USERS) as b:
+        env = worker_env(
+            live_env, b.url, MQTT_USERNAME="homehub", MQTT_PASSWORD="hub-secret", MQTT_SHARED_GROUP="hub"
+        )
+        proc = Process(["mqtt_worker", "--client-id", "secure"], env, tmp_path / "w.log")
+        try:
+            wait_until(lambda: MqttWorker.objects.filter(client_id="secure", connected=True).exists())
+            agent = client(b.url, client_id="esp32_01", username="esp32_01", password="agent-secret")
+            requests = []
+            agent.on_message = lambda c, u, m: requests.append(m.topic)
+            agent.subscribe("mcp/esp32_02/request/+", 1)  # someone else's requests: denied
+            publish_all(
+                agent,
+                [
+                    ("office/lab/sensor/esp32_02/temperature", {"value": 99}),  # another device: dropped
+                    ("homehub/lights/salon/set", "on"),  # a command: not for agents
+                    ("office/lab/sensor/esp32_01/temperature", {"value": 21}),  # its own: stored
+                ],
+            )
+            wait_until(lambda: TelemetryReading.objects.exists(), what="its own reading")
+            other = client(b.url, client_id="esp32_02", username="esp32_02", password="other-secret")
+            publish_all(other, [("mcp/esp32_02/request/call_tool", "{}")])
+            time.sleep(1)
+            agent.loop_stop()
+            other.loop_stop()
+        finally:
+            proc.stop()
+        assert "connected to" in proc.output()
+    assert list(TelemetryReading.objects.values_list("device_id", "value")) == [("esp32_01", 21.0)]
+    assert Light.objects.get(name="salon").on is False
+    assert requests == []
+
+
+def test_a_wrong_password_is_refused(tmp_path):
+    with broker(tmp_path / "broker", secure=True, users=USERS) as b:
+        refused = []
+        c = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="intruder")
+        c.username_pw_set("esp32_01", "guess")
+        c.on_connect = lambda cl, u, f, reason, p: refused.append(reason.is_failure)
+        c.connect("127.0.0.1", b.port)
+        c.loop_start()
+        wait_until(lambda: refused, what="an answer")
+        c.loop_stop()
+    assert refused == [True]
