@@ -26,7 +26,7 @@ run: $(VENV)/.installed-run
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py seed_home
 	$(BIN)/python manage.py ensure_admin
-	$(BIN)/daphne -b $(HOST) -p $(PORT) homehub.asgi:application
+	$(BIN)/python manage.py serve --host $(HOST) --port $(PORT)
 
 ## system-deps: Debian packages the tests need (installed only when missing)
 system-deps:

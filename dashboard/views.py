@@ -21,6 +21,7 @@ from devices import history, services
 from devices.agent_calls import AgentCallError, call_agent_tool, gateway_available
 from devices.errors import HomeError
 from devices.models import Event
+from devices.mqtt import status as mqtt_status
 
 DASHBOARD = Event.Interface.DASHBOARD
 EVENTS_PER_PAGE = 25
@@ -190,6 +191,8 @@ def devices(request: HttpRequest) -> HttpResponse:
     elif request.method != "GET":
         return HttpResponse(status=405, headers={"Allow": "GET, POST"})
     context["agents"] = _agents_with_forms()
+    context["mqtt_workers"] = mqtt_status.workers()
+    context["broker_state"] = mqtt_status.broker_state()
     return render(request, "dashboard/devices.html", context)
 
 

@@ -4,7 +4,18 @@ that call the services, so every change made here is audited with interface `adm
 from django.contrib import admin, messages
 
 from devices import agent_services, services
-from devices.models import Agent, AgentTool, Alarm, Event, Light, Person, TelemetryReading
+from devices.models import (
+    Agent,
+    AgentTool,
+    Alarm,
+    Event,
+    Light,
+    MqttWorker,
+    Person,
+    RejectedMessage,
+    Sensor,
+    TelemetryReading,
+)
 
 ADMIN = Event.Interface.ADMIN
 
@@ -141,6 +152,37 @@ class TelemetryReadingAdmin(admin.ModelAdmin):
     search_fields = ["device_id", "zone"]
     date_hierarchy = "measured_at"
     show_full_result_count = False
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows the MQTT worker keeps: looked at in the admin, changed only by the worker (or,
+    for rejected messages, deleted once read)."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Sensor)
+class SensorAdmin(ReadOnlyAdmin):
+    list_display = ["zone", "device_type", "device_id", "channel", "value", "unit", "measured_at"]
+    list_filter = ["zone", "device_type", "channel"]
+    search_fields = ["device_id", "zone", "channel"]
+
+
+@admin.register(RejectedMessage)
+class RejectedMessageAdmin(ReadOnlyAdmin):
+    list_display = ["received_at", "topic", "reason"]
+    list_filter = ["reason"]
+    search_fields = ["topic", "payload"]
+    date_hierarchy = "received_at"
+
+
+@admin.register(MqttWorker)
+class MqttWorkerAdmin(ReadOnlyAdmin):
+    list_display = ["client_id", "broker", "connected", "since", "reported_at"]
 
 
 @admin.register(Event)

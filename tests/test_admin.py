@@ -14,6 +14,9 @@ PAGES = [
     "/admin/devices/agent/",
     "/admin/devices/agenttool/",
     "/admin/devices/telemetryreading/",
+    "/admin/devices/sensor/",
+    "/admin/devices/rejectedmessage/",
+    "/admin/devices/mqttworker/",
     "/admin/devices/event/",
 ]
 

@@ -3,6 +3,7 @@
 import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from django.core.management.base import CommandError
 
 from devices import selectors, services
 from devices.broadcast import HOME_GROUP
@@ -136,3 +137,49 @@ def test_async_paths_do_not_block_and_return_the_same(home):
         return await selectors.aget_all_states()
 
     assert async_to_sync(scenario)()["lights"]["salon"] is True
+
+
+def test_prune_telemetry_keeps_recent_readings_and_latest_values(db, capsys):
+    from datetime import timedelta
+
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    from devices.models import Sensor, TelemetryReading
+    from tests.telemetry_support import store_readings
+
+    now = timezone.now()
+    store_readings(
+        TelemetryReading(
+            zone="z",
+            device_type="s",
+            device_id="d",
+            channel="t",
+            value=i,
+            measured_at=now - timedelta(days=i),
+        )
+        for i in range(10)
+    )
+    call_command("prune_telemetry", "--older-than", "5d")
+    assert "Deleted 5 readings" in capsys.readouterr().out  # 5 days and a moment ago, and older
+    assert sorted(TelemetryReading.objects.values_list("value", flat=True)) == [0, 1, 2, 3, 4]
+    assert Sensor.objects.get().value == 0
+    with pytest.raises(CommandError):
+        call_command("prune_telemetry", "--older-than", "soon")
+
+
+def test_latest_value_follows_the_newest_reading_not_the_last_to_arrive(db):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from devices.models import Sensor, TelemetryReading
+    from tests.telemetry_support import store_readings
+
+    now = timezone.now()
+    row = dict(zone="z", device_type="s", device_id="d", channel="t")
+    store_readings([TelemetryReading(**row, value=2, measured_at=now)])
+    store_readings([TelemetryReading(**row, value=1, measured_at=now - timedelta(minutes=1))])  # late
+    store_readings([TelemetryReading(**row, value=2, measured_at=now)])  # redelivered
+    assert Sensor.objects.get().value == 2
+    assert TelemetryReading.objects.count() == 2

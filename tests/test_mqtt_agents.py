@@ -179,3 +179,19 @@ def test_lights_and_alarm_state_out_and_commands_in(live_env, staff_client, tmp_
     reasons = dict(RejectedMessage.objects.values_list("topic", "reason"))
     assert reasons["homehub/lights/nowhere/set"] == "Luz 'nowhere' no encontrada"
     assert reasons["homehub/lights/salon/set"].startswith("expected on/off")
+
+
+def test_the_hub_serves_without_a_broker_and_says_so(live_env, make_token):
+    import httpx
+
+    from devices.mqtt import status
+    from tests.conftest import free_port
+
+    token = make_token(scopes=["read"])
+    nowhere = f"mqtt://127.0.0.1:{free_port()}"
+    with hub(live_env, serve=True, MQTT_URL=nowhere, MQTT_CLIENT_ID="lonely") as base:
+        lights = httpx.get(f"{base}/api/lights", headers={"authorization": f"Bearer {token}"})
+        wait_until(lambda: status.workers(), what="the worker's report")
+        state = status.broker_state()
+    assert lights.status_code == 200 and len(lights.json()) == 5
+    assert state == "disconnected"
