@@ -183,3 +183,15 @@ def test_latest_value_follows_the_newest_reading_not_the_last_to_arrive(db):
     store_readings([TelemetryReading(**row, value=2, measured_at=now)])  # redelivered
     assert Sensor.objects.get().value == 2
     assert TelemetryReading.objects.count() == 2
+
+
+def test_rejected_messages_are_bounded_oldest_first(db):
+    from devices import telemetry_services
+    from devices.models import RejectedMessage
+
+    batch = telemetry_services.Batch(rejected=[(f"office/t/{i}", b"x", "bad") for i in range(30)])
+    telemetry_services.store_batch(batch)
+    assert telemetry_services.prune_rejected(keep=10) == 20
+    assert sorted(RejectedMessage.objects.values_list("topic", flat=True)) == sorted(
+        f"office/t/{i}" for i in range(20, 30)
+    )

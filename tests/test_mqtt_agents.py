@@ -195,3 +195,16 @@ def test_the_hub_serves_without_a_broker_and_says_so(live_env, make_token):
         state = status.broker_state()
     assert lights.status_code == 200 and len(lights.json()) == 5
     assert state == "disconnected"
+
+
+def test_an_agent_silent_beyond_its_heartbeat_goes_offline(live_env, tmp_path):
+    with broker(tmp_path / "broker") as b, hub(live_env, serve=True, MQTT_URL=b.url, MQTT_CLIENT_ID="hub"):
+        agent = SimulatedMqttAgent("127.0.0.1", b.port, "esp32_03", heartbeat=0.5)
+        agent.start()
+        wait_until(lambda: Agent.objects.filter(agent_id="esp32_03", online=True).exists(), what="online")
+        time.sleep(2)  # heartbeats keep it online past three intervals
+        assert Agent.objects.get(agent_id="esp32_03").online
+        agent.pause_heartbeats()
+        wait_until(lambda: not Agent.objects.get(agent_id="esp32_03").online, timeout=10, what="offline")
+        agent.stop()
+    assert Event.objects.filter(action="agent.disconnect", target="agent:esp32_03").exists()

@@ -78,8 +78,9 @@ def test_telemetry_lands_with_the_right_fields_and_bad_messages_are_kept(live_en
     assert latest == {"temperature": 24.5, "co2": 0, "humidity": 41.5, "noise": 33}
 
 
-def test_readings_published_while_the_worker_is_down_all_arrive_once(live_env, tmp_path):
-    env = worker_env(live_env, "")
+@pytest.mark.parametrize("protocol", ["5", "3.1.1"])
+def test_readings_published_while_the_worker_is_down_all_arrive_once(live_env, tmp_path, protocol):
+    env = worker_env(live_env, "", MQTT_PROTOCOL=protocol)
     with broker(tmp_path / "broker") as b:
         env["MQTT_URL"] = b.url
         with worker(env, tmp_path / "w1.log", "--client-id", "durable"):

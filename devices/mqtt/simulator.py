@@ -112,6 +112,10 @@ class SimulatedMqttAgent:
             self._timer = threading.Thread(target=self._publish_forever, daemon=True)
             self._timer.start()
 
+    def pause_heartbeats(self) -> None:
+        """Go quiet (heartbeats and telemetry) while staying connected, as a hung device does."""
+        self._stop.set()
+
     def stop(self, *, gracefully: bool = True) -> None:
         """Leave; `gracefully=False` drops the socket so that the broker sends the last will."""
         self._stop.set()
