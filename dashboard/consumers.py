@@ -11,6 +11,7 @@ from typing import Any
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from devices.broadcast import HOME_GROUP
+from homehub.groups import keep_joined
 
 UNAUTHORIZED = 4401
 
@@ -25,11 +26,13 @@ class HomeConsumer(AsyncJsonWebsocketConsumer):
             return
         await self.channel_layer.group_add(HOME_GROUP, self.channel_name)
         self.joined = True
+        self.membership = keep_joined(self.channel_layer, lambda: [HOME_GROUP], self.channel_name)
         await self.accept()
         await self.send_json({"type": "hello", "user": user.get_username()})
 
     async def disconnect(self, code: int) -> None:
         if self.joined:
+            self.membership.cancel()
             await self.channel_layer.group_discard(HOME_GROUP, self.channel_name)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:

@@ -12,6 +12,7 @@ import hmac
 import json
 import secrets
 from collections.abc import Iterable
+from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
@@ -147,6 +148,28 @@ def mqtt_sessions_ended(owner: str) -> int:
     return len(ended)
 
 
+def touch_agents(agent_ids: Iterable[str]) -> None:
+    """These agents' connections are alive in the calling process (see `end_silent_sessions`)."""
+    ids = list(agent_ids)
+    if ids:
+        Agent.objects.filter(agent_id__in=ids, online=True).update(last_seen=timezone.now())
+
+
+def end_silent_sessions(silent_for: float) -> list[str]:
+    """WebSocket agents still marked online whose process stopped vouching for them (every hub
+    process touches its own devices' `last_seen` regularly): the process died without saying
+    goodbye. They go offline like a disconnect; returns their ids."""
+    cutoff = timezone.now() - timedelta(seconds=silent_for)
+    stale = list(
+        Agent.objects.filter(transport=Agent.Transport.WS, online=True, last_seen__lt=cutoff).values_list(
+            "agent_id", "session_id"
+        )
+    )
+    for agent_id, session_id in stale:
+        agent_disconnected(agent_id, session_id)
+    return [agent_id for agent_id, _ in stale]
+
+
 def agent_discovery_failed(agent_id: str, session_id: str, reason: str) -> None:
     """The agent did not list its tools: say so in the audit trail (its old tools stay)."""
     record_event(
@@ -274,5 +297,7 @@ aagent_disconnected = deferred(agent_disconnected)
 amqtt_agent_announced = deferred(mqtt_agent_announced)
 aagent_discovery_failed = deferred(agent_discovery_failed)
 amqtt_sessions_ended = deferred(mqtt_sessions_ended)
+atouch_agents = deferred(touch_agents)
+aend_silent_sessions = deferred(end_silent_sessions)
 arecord_agent_notification = deferred(record_agent_notification)
 arecord_agent_call = deferred(record_agent_call)

@@ -22,6 +22,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from devices import agent_channels, agent_services
+from homehub.groups import keep_joined
 from mcp_endpoint.client import McpClient, McpClientError
 from mcp_endpoint.session import SERVER_NAME, SERVER_VERSION
 from mcp_endpoint.tokens import bearer_token
@@ -124,6 +125,7 @@ class DeviceConsumer(AsyncWebsocketConsumer):
         # An older connection of the same device (not yet noticed as gone) steps aside.
         await self.channel_layer.group_send(group, {"type": agent_channels.REPLACED})
         await self.channel_layer.group_add(group, self.channel_name)
+        self.membership = keep_joined(self.channel_layer, lambda: [group], self.channel_name)
         agent_channels.local_devices[self.agent_id] = self.serve
         if mcp:
             # Discovery waits the client's default; each tool call waits the agent's call_timeout.
@@ -194,6 +196,7 @@ class DeviceConsumer(AsyncWebsocketConsumer):
         if agent_channels.local_devices.get(self.agent_id) == self.serve:
             del agent_channels.local_devices[self.agent_id]
         if self.said_hello:
+            self.membership.cancel()
             await self.channel_layer.group_discard(
                 agent_channels.agent_group(self.agent_id), self.channel_name
             )

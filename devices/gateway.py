@@ -24,17 +24,18 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from channels.layers import get_channel_layer
+from django.conf import settings
 from pydantic import BaseModel, ConfigDict
 
-from devices import agent_channels, selectors
+from devices import agent_channels, agent_services, selectors
 from devices.agent_services import arecord_agent_call
+from homehub.groups import keep_joined
 from mcp_endpoint.registry import Caller, Tool, ToolContext, ToolError, ToolResult, registry
 
 logger = logging.getLogger(__name__)
 
 SCOPE = "devices"
 REPLY_GRACE_SECONDS = 2.0  # beyond the device's own timeout, for a process that died mid-call
-REJOIN_SECONDS = 3600.0  # group memberships expire in the Redis layer (a day by default)
 FULL_REFRESH_SECONDS = 60.0
 EMPTY_SCHEMA = {"type": "object", "properties": {}}
 
@@ -109,6 +110,9 @@ class DeviceGateway:
     def tools(self) -> Iterable[Tool]:
         return self._tools.values()
 
+    def tool(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
     def route(self, name: str) -> tuple[str, str] | None:
         """Reverse map: the (agent id, device tool name) behind an exposed name."""
         return self._routes.get(name)
@@ -134,8 +138,10 @@ class DeviceGateway:
         self._wake = asyncio.Event()
         await self.refresh()
         self._tasks = [
+            keep_joined(layer, lambda: [agent_channels.AGENT_CHANGES_GROUP], channel),
             asyncio.ensure_future(self._listen(layer, channel)),
             asyncio.ensure_future(self._refresh_changed()),
+            asyncio.ensure_future(self._vouch_for_devices()),
         ]
 
     async def _listen(self, layer: Any, channel: str) -> None:
@@ -144,10 +150,7 @@ class DeviceGateway:
         reconnecting) does not overflow the channel, whose overflow is dropped."""
         while True:
             try:
-                message = await asyncio.wait_for(layer.receive(channel), REJOIN_SECONDS)
-            except TimeoutError:
-                await layer.group_add(agent_channels.AGENT_CHANGES_GROUP, channel)
-                continue
+                message = await layer.receive(channel)
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -175,6 +178,24 @@ class DeviceGateway:
             except Exception:
                 logger.exception("gateway: could not refresh the agents' tools")
                 await asyncio.sleep(1)
+
+    async def _vouch_for_devices(self) -> None:
+        """Every DEVICES_PRESENCE_SECONDS, mark this process's devices as seen, and take offline
+        the devices that no process has vouched for in three rounds (their process died)."""
+        interval = settings.DEVICES_PRESENCE_SECONDS
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await agent_services.atouch_agents(list(agent_channels.local_devices))
+                gone = await agent_services.aend_silent_sessions(3 * interval)
+                if gone:
+                    logger.warning(
+                        "gateway: %d devices left online by a process that died: %s", len(gone), gone
+                    )
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("gateway: could not check the devices' presence")
 
     async def refresh(self, agent_ids: list[str] | None = None) -> None:
         """Reload the given agents (all when None) from the database; if anything changed,

@@ -110,6 +110,9 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Channels ---------------------------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "")
+# Redis forgets a group membership this long after it was made (so that a crashed process's
+# channels do not linger); long-lived connections join again every quarter of it.
+REDIS_GROUP_EXPIRY_SECONDS = int(os.environ.get("REDIS_GROUP_EXPIRY_SECONDS", 86400))
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
@@ -120,6 +123,7 @@ if REDIS_URL:
                 "hosts": [{"address": REDIS_URL, "socket_timeout": 15}],
                 "capacity": 1500,
                 "expiry": 30,
+                "group_expiry": REDIS_GROUP_EXPIRY_SECONDS,
             },
         }
     }
@@ -215,6 +219,9 @@ MCP_RATE_WINDOW_SECONDS = int(os.environ.get("MCP_RATE_WINDOW_SECONDS", 60))
 # --- ESP32 devices (/ws/devices/) ------------------------------------------------------------
 # Let devices nobody registered connect, as agents pending an admin's approval.
 DEVICES_ACCEPT_UNKNOWN = env_bool("DEVICES_ACCEPT_UNKNOWN", False)
+# Each hub process vouches for its connected devices this often; a device no process has
+# vouched for in three rounds (its process died) goes offline.
+DEVICES_PRESENCE_SECONDS = float(os.environ.get("DEVICES_PRESENCE_SECONDS", 60))
 # Larger frames from a device are ignored (daphne itself closes the socket past 1 MiB).
 DEVICE_MAX_MESSAGE_BYTES = int(os.environ.get("DEVICE_MAX_MESSAGE_BYTES", 64 * 1024))
 # Offered to devices in `initialize` (capabilities.vision) when set.

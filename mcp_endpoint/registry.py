@@ -244,6 +244,10 @@ class ToolProvider(Protocol):
 
     def tools(self) -> Iterable[Tool]: ...
 
+    def tool(self, name: str) -> Tool | None:
+        """One tool by name, without walking them all (a thousand devices offer thousands)."""
+        ...
+
 
 CallObserver = Callable[[Caller, str, Any, "ToolResult", float], Awaitable[None]]
 
@@ -291,9 +295,9 @@ class ToolRegistry:
         if found is not None:
             return found
         for provider in self._providers:
-            for candidate in provider.tools():
-                if candidate.name == name:
-                    return candidate
+            candidate = provider.tool(name)
+            if candidate is not None:
+                return candidate
         return None
 
     def subscribe(self, listener: Callable[[], None]) -> None:

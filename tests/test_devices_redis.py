@@ -1,5 +1,7 @@
 """Two hub processes sharing a Redis channel layer: the device on one, the LLM agent on the other."""
 
+import asyncio
+
 import pytest
 from asgiref.sync import async_to_sync
 
@@ -39,3 +41,24 @@ def test_device_on_one_process_agent_on_another(live_env, make_token, redis_url)
 
 async def _has(llm: LlmSession, name: str) -> bool:
     return name in await llm.tool_names()
+
+
+def test_calls_still_reach_a_device_connected_longer_than_the_group_expiry(live_env, make_token, redis_url):
+    """Redis forgets group memberships after REDIS_GROUP_EXPIRY_SECONDS (a day by default);
+    the device's connection joins again before that."""
+    token = make_token(name="patient-llm")
+    short = {"REDIS_URL": redis_url, "REDIS_GROUP_EXPIRY_SECONDS": "2"}
+    with hub(live_env, **short) as device_hub, hub(live_env, **short) as agent_hub:
+        device = new_device(device_hub, MAC)
+
+        async def scenario():
+            async with LlmSession(agent_hub, token) as llm:
+                await device.connect()
+                await eventually(lambda: _has(llm, VOLUME))
+                await asyncio.sleep(5)  # well past the expiry
+                called = await llm.call(VOLUME, {"volume": 33})
+                await device.close()
+            return called
+
+        called = async_to_sync(scenario)()
+    assert called["isError"] is False and device.state.volume == 33

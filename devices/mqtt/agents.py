@@ -31,6 +31,7 @@ from channels.layers import get_channel_layer
 
 from devices import agent_channels, agent_services
 from devices.mqtt import topics
+from homehub.groups import keep_joined
 from mcp_endpoint.client import SOMS, Dialect, McpClient, McpClientError
 
 logger = logging.getLogger(__name__)
@@ -38,7 +39,6 @@ logger = logging.getLogger(__name__)
 STANDARD = Dialect(string_ids=True)  # tools/list and tools/call, fresh string ids
 HEARTBEATS_OF_SILENCE = 3
 SWEEP_SECONDS = 2.0
-REJOIN_SECONDS = 3600.0  # group memberships expire in the Redis layer
 MAX_CAPABILITIES = 50
 
 Publish = Callable[[str, str], None]
@@ -126,6 +126,9 @@ class AgentBridge:
         self._channel = await self._layer.new_channel()
         await agent_services.amqtt_sessions_ended(self.owner)
         self._spawn(self._listen())
+        self._tasks.add(
+            keep_joined(self._layer, lambda: map(agent_channels.agent_group, self._links), self._channel)
+        )
         self._spawn(self._sweep())
 
     async def stop(self) -> None:
@@ -269,11 +272,7 @@ class AgentBridge:
     async def _listen(self) -> None:
         while True:
             try:
-                message = await asyncio.wait_for(self._layer.receive(self._channel), REJOIN_SECONDS)
-            except TimeoutError:
-                for agent_id in self._links:
-                    await self._layer.group_add(agent_channels.agent_group(agent_id), self._channel)
-                continue
+                message = await self._layer.receive(self._channel)
             except asyncio.CancelledError:
                 raise
             except Exception:

@@ -24,6 +24,7 @@ from devices.broadcast import HOME_GROUP
 from devices.errors import HomeError
 from devices.models import Event
 from devices.mqtt import topics
+from homehub.groups import keep_joined
 
 logger = logging.getLogger(__name__)
 
@@ -63,17 +64,20 @@ def parse_switch(payload: bytes, key: str) -> bool:
 class HomeBridge:
     def __init__(self, publish: Publish) -> None:
         self._publish = publish
-        self._task: asyncio.Task[Any] | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
 
     async def start(self) -> None:
         layer = get_channel_layer()
         channel = await layer.new_channel()
         await layer.group_add(HOME_GROUP, channel)
-        self._task = asyncio.ensure_future(self._listen(layer, channel))
+        self._tasks = [
+            asyncio.ensure_future(self._listen(layer, channel)),
+            keep_joined(layer, lambda: [HOME_GROUP], channel),
+        ]
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        for task in self._tasks:
+            task.cancel()
 
     async def publish_all(self) -> None:
         """Every light and the alarm, retained (on each connection: the broker may have

@@ -1,0 +1,38 @@
+"""Channel-layer group memberships that outlive Redis's group expiry.
+
+channels-redis forgets a membership `group_expiry` seconds after `group_add` (a day by
+default), so that a crashed process's channels do not linger. A connection that lives
+longer (a device, a dashboard left open, a worker) must join again before then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+MAX_REJOIN_SECONDS = 3600.0
+
+
+def rejoin_seconds() -> float:
+    return max(0.5, min(MAX_REJOIN_SECONDS, settings.REDIS_GROUP_EXPIRY_SECONDS / 4))
+
+
+async def _rejoin_forever(layer: Any, groups: Callable[[], Iterable[str]], channel: str) -> None:
+    while True:
+        await asyncio.sleep(rejoin_seconds())
+        for group in list(groups()):
+            try:
+                await layer.group_add(group, channel)
+            except Exception:
+                logger.exception("could not renew %s's membership of %s", channel, group)
+
+
+def keep_joined(layer: Any, groups: Callable[[], Iterable[str]], channel: str) -> asyncio.Task[None]:
+    """Renew `channel`'s membership of `groups()` until the returned task is cancelled."""
+    return asyncio.ensure_future(_rejoin_forever(layer, groups, channel))
