@@ -204,21 +204,24 @@ def activity(request: HttpRequest) -> HttpResponse:
     interface = request.GET.get("interface", "")
     if interface not in Event.Interface.values:
         interface = ""
-    actor = request.GET.get("actor", "").strip()[:150]
-    target = request.GET.get("target", "").strip()[:200]
-    found = history.events(interface=interface, actor=actor, target=target)
+    filters = {
+        "interface": interface,
+        "action": request.GET.get("action", "").strip()[:64],
+        "actor": request.GET.get("actor", "").strip()[:150],
+        "target": request.GET.get("target", "").strip()[:200],
+    }
+    found = history.events(**filters)
     page = Paginator(found, EVENTS_PER_PAGE).get_page(request.GET.get("page"))
-    query = urlencode(
-        {k: v for k, v in {"interface": interface, "actor": actor, "target": target}.items() if v}
-    )
+    query = urlencode({k: v for k, v in filters.items() if v})
     return render(
         request,
         "dashboard/activity.html",
         {
             "page": "activity",
             "events": page,
-            "filters": {"interface": interface, "actor": actor, "target": target},
+            "filters": filters,
             "interfaces": Event.Interface.values,
+            "actions": history.event_actions(),
             "actors": history.event_actors(),
             "query": query,
         },

@@ -67,5 +67,3 @@ def test_tampered_copy_of_a_valid_invoice_is_409(client, fel_root):
     response = client.post("/api/invoices/validate", {"file": SimpleUploadedFile("t.xml", tampered)}, **auth)
     assert response.status_code == 409
     assert Invoice.objects.get().valid is True
-
-
