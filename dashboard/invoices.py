@@ -20,6 +20,7 @@ from fel.models import BatchJob, Invoice
 
 INVOICES_PER_PAGE = 20
 RECENT_JOBS = 8
+FOLD_VALID_AFTER = 5
 
 
 def _wants_json(request: HttpRequest) -> bool:
@@ -98,7 +99,15 @@ def _status(job: BatchJob, state: str) -> str:
 
 
 def _panel_context(job: BatchJob) -> dict[str, object]:
-    return {**_row(job), "files": selectors.job_files(job)}
+    """A batch with its files: those with problems first, the valid ones after (folded when many)."""
+    files = selectors.job_files(job)
+    good = sorted((f for f in files if f.ok), key=lambda f: f.name)
+    return {
+        **_row(job),
+        "problems": sorted((f for f in files if not f.ok), key=lambda f: f.name),
+        "valid_files": good,
+        "fold_valid": len(good) > FOLD_VALID_AFTER,
+    }
 
 
 @require_GET

@@ -203,6 +203,7 @@ def test_activity_filters_and_pagination(staff_client, home):
     assert "alarm.set" in by_actor and "light.set" not in by_actor
     by_target = events_of(staff_client.get("/activity/", {"target": "light:salon"}))
     assert "light.set" in by_target and "alarm.set" not in by_target
+    assert "armed: yes" in events_of(first) and "{'armed'" not in first  # changes read as words
     by_action = staff_client.get("/activity/", {"action": "alarm.set"}).content.decode()
     assert "carlos" in events_of(by_action) and "light.set" not in events_of(by_action)
     assert '<option value="alarm.set" selected>' in by_action  # the filter shows what is applied

@@ -1,7 +1,9 @@
 // HomeHub dashboard: progressive enhancement of the server-rendered pages.
 // - forms post with fetch (JSON answers) so switches react without a reload;
 // - /ws/home/ pushes every change made anywhere; the page applies it at once and
-//   refreshes its [data-refresh] regions; a banner shows while the socket is down.
+//   refreshes its [data-refresh] regions; a banner shows while the socket is down;
+// - an invoice batch runs on the server: its panel is polled (any hub process can answer,
+//   whatever the channel layer) until the batch ends, also after a reload.
 (function () {
   "use strict";
 
@@ -265,6 +267,8 @@
     bar.value = freshBar.value;
     var status = panel.querySelector(".batch-status"), text = fresh.querySelector(".batch-status").textContent;
     if (status.textContent !== text) status.textContent = text;
+    var folded = panel.querySelector(".valid-files"), unfolded = fresh.querySelector(".valid-files");
+    if (folded && unfolded) unfolded.open = folded.open;  // keep what the reader opened
     ["h3", ".batch-badge", ".batch-body"].forEach(function (sel) {
       panel.querySelector(sel).replaceWith(document.adoptNode(fresh.querySelector(sel)));
     });
