@@ -121,10 +121,12 @@ def test_disarming_needs_confirmation(staff_client, home):
     services.set_alarm_state(True, actor="t", interface="system")
     response = staff_client.post("/alarm/", {"armed": "0"})
     assert response.status_code == 302 and response["Location"] == "/alarm/"
-    assert staff_client.get("/alarm/").status_code == 200  # the confirmation page
+    assert "Yes, disarm" in staff_client.get("/alarm/").content.decode()  # the confirmation page
     assert Event.objects.filter(interface="dashboard").count() == 0
     staff_client.post("/alarm/", {"armed": "0", "confirm": "yes"})
     assert Event.objects.get(interface="dashboard").after == {"armed": False}
+    nothing_to_do = staff_client.get("/alarm/").content.decode()
+    assert "already <strong>disarmed</strong>" in nothing_to_do and "Yes, disarm" not in nothing_to_do
     assert staff_client.post("/alarm/", {"armed": "1"}, HTTP_ACCEPT="application/json").json() == {
         "armed": True
     }
