@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from dashboard import views
+from dashboard import invoices, views
 
 app_name = "dashboard"
 
@@ -19,7 +19,11 @@ urlpatterns = [
         name="sensor",
     ),
     path("devices/", views.devices, name="devices"),
-    path("invoices/", views.invoices, name="invoices"),
-    path("invoices/<int:pk>/pdf/", views.invoice_pdf, name="invoice_pdf"),
+    path("invoices/", invoices.invoices, name="invoices"),
+    path("invoices/<int:pk>/pdf/", invoices.invoice_pdf, name="invoice_pdf"),
+    path("invoices/batches/<int:pk>/", invoices.batch, name="batch"),
+    path("invoices/batches/<int:pk>/manifest.json", invoices.batch_manifest, name="batch_manifest"),
+    path("invoices/batches/<int:pk>/pdfs.zip", invoices.batch_archive, name="batch_archive"),
+    path("invoices/batches/<int:pk>/files/<int:position>/pdf/", invoices.batch_file_pdf, name="batch_pdf"),
     path("activity/", views.activity, name="activity"),
 ]

@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -25,7 +25,6 @@ from devices.mqtt import status as mqtt_status
 
 DASHBOARD = Event.Interface.DASHBOARD
 EVENTS_PER_PAGE = 25
-INVOICES_PER_PAGE = 20
 
 
 def _wants_json(request: HttpRequest) -> bool:
@@ -196,58 +195,6 @@ def devices(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboard/devices.html", context)
 
 
-# --- invoices --------------------------------------------------------------------------------
-
-
-@login_required
-def invoices(request: HttpRequest) -> HttpResponse:
-    from fel.errors import FelError
-    from fel.models import Invoice
-    from fel.uploads import UploadTooLarge, process_upload
-
-    results = []
-    if request.method == "POST":
-        files = request.FILES.getlist("files")
-        if not files:
-            if _wants_json(request):
-                return JsonResponse({"error": "Choose at least one XML file."}, status=400)
-            messages.error(request, "Choose at least one XML file.")
-        for upload in files:
-            try:
-                outcome = process_upload(
-                    upload.name, upload.read(), actor=_actor(request), interface=DASHBOARD
-                )
-                row = outcome.as_dict()
-            except UploadTooLarge as exc:
-                row = {"name": upload.name, "ok": False, "error": str(exc), "issues": [], "status": 413}
-            except FelError as exc:
-                row = {"name": upload.name, "ok": False, "error": str(exc), "issues": [], "status": 422}
-            results.append(row)
-        if _wants_json(request):
-            return JsonResponse({"results": results})
-    elif request.method != "GET":
-        return HttpResponse(status=405, headers={"Allow": "GET, POST"})
-    found = Invoice.objects.defer("xml")
-    page = Paginator(found, INVOICES_PER_PAGE).get_page(request.GET.get("page"))
-    return render(
-        request, "dashboard/invoices.html", {"page": "invoices", "results": results, "invoices": page}
-    )
-
-
-@require_GET
-@login_required
-def invoice_pdf(request: HttpRequest, pk: int) -> HttpResponse:
-    from fel import selectors
-    from fel.models import Invoice
-
-    invoice = Invoice.objects.defer("xml").filter(pk=pk).first()
-    pdf = selectors.invoice_pdf(invoice) if invoice else None
-    if pdf is None:
-        raise Http404("This invoice has no PDF.")
-    name = f"{invoice.tipo}-{invoice.serie}-{invoice.numero}.pdf"
-    return FileResponse(pdf.open("rb"), content_type="application/pdf", filename=name, as_attachment=True)
-
-
 # --- activity --------------------------------------------------------------------------------
 
 
@@ -257,21 +204,24 @@ def activity(request: HttpRequest) -> HttpResponse:
     interface = request.GET.get("interface", "")
     if interface not in Event.Interface.values:
         interface = ""
-    actor = request.GET.get("actor", "").strip()[:150]
-    target = request.GET.get("target", "").strip()[:200]
-    found = history.events(interface=interface, actor=actor, target=target)
+    filters = {
+        "interface": interface,
+        "action": request.GET.get("action", "").strip()[:64],
+        "actor": request.GET.get("actor", "").strip()[:150],
+        "target": request.GET.get("target", "").strip()[:200],
+    }
+    found = history.events(**filters)
     page = Paginator(found, EVENTS_PER_PAGE).get_page(request.GET.get("page"))
-    query = urlencode(
-        {k: v for k, v in {"interface": interface, "actor": actor, "target": target}.items() if v}
-    )
+    query = urlencode({k: v for k, v in filters.items() if v})
     return render(
         request,
         "dashboard/activity.html",
         {
             "page": "activity",
             "events": page,
-            "filters": {"interface": interface, "actor": actor, "target": target},
+            "filters": filters,
             "interfaces": Event.Interface.values,
+            "actions": history.event_actions(),
             "actors": history.event_actors(),
             "query": query,
         },

@@ -159,6 +159,11 @@ def events(*, interface: str = "", actor: str = "", target: str = "", action: st
     return found.order_by("-at", "-id")
 
 
+def event_actions(limit: int = 100) -> list[str]:
+    """The actions the audit trail holds (light.set, alarm.set...), for a filter's choices."""
+    return list(Event.objects.order_by("action").values_list("action", flat=True).distinct()[:limit])
+
+
 def event_actors(limit: int = 50) -> list[str]:
     return list(
         Event.objects.exclude(actor="").order_by("actor").values_list("actor", flat=True).distinct()[:limit]

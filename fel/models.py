@@ -47,3 +47,67 @@ class Invoice(models.Model):
     @property
     def tipo_name(self) -> str:
         return document_type_name(self.tipo)
+
+
+class BatchJob(models.Model):
+    """A `fel_batch` run started from the dashboard or the REST API, on uploaded files.
+
+    Its progress lives here (not in one process's memory), so any hub process can report it and
+    a reloaded page finds it again. Rows are written only through `fel.batch_jobs`.
+    """
+
+    class State(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    folder = models.CharField(max_length=64, unique=True, help_text="Name of its folders under FEL_ROOT.")
+    created_by = models.CharField(max_length=150)
+    interface = models.CharField(max_length=16)
+    state = models.CharField(max_length=8, choices=State.choices, default=State.QUEUED, db_index=True)
+    total = models.PositiveIntegerField(default=0)
+    done = models.PositiveIntegerField(default=0)
+    invalid = models.PositiveIntegerField(default=0)
+    current = models.CharField(max_length=200, blank=True, help_text="The file last finished.")
+    xml_dir = models.CharField(max_length=500, help_text="Relative to FEL_ROOT.")
+    out_dir = models.CharField(max_length=500, help_text="Relative to FEL_ROOT.")
+    manifest_path = models.CharField(max_length=500, blank=True, help_text="Relative to FEL_ROOT.")
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"batch {self.folder} ({self.state}, {self.done}/{self.total})"
+
+    @property
+    def finished(self) -> bool:
+        return self.state in {self.State.DONE, self.State.FAILED}
+
+
+class BatchJobFile(models.Model):
+    """One file's outcome in a batch job, as its manifest entry says (in order of completion)."""
+
+    job = models.ForeignKey(BatchJob, on_delete=models.CASCADE, related_name="files")
+    position = models.PositiveIntegerField()
+    name = models.CharField(max_length=200)
+    ok = models.BooleanField(default=False)
+    issues = models.JSONField(default=list, blank=True)
+    error = models.TextField(blank=True)
+    totals = models.JSONField(null=True, blank=True)
+    authorization_number = models.CharField(max_length=36, blank=True)
+    xml_sha256 = models.CharField(max_length=64, blank=True)
+    pdf_name = models.CharField(max_length=200, blank=True, help_text="Inside the job's out_dir.")
+    pdf_sha256 = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["job", "position"]
+        constraints = [models.UniqueConstraint(fields=["job", "position"], name="fel_batch_file_position")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({'ok' if self.ok else 'issues'})"

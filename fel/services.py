@@ -30,6 +30,7 @@ from fel.processing import Processed, process, process_bytes
 from fel.validation import Validation
 
 Progress = Callable[[int, int, str], None]
+EntryDone = Callable[[dict[str, object]], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +77,12 @@ def run_batch(
     actor: str,
     interface: str,
     progress: Progress | None = None,
+    on_entry: EntryDone | None = None,
 ) -> BatchOutcome:
-    """One PDF per `*.xml` of `dir_xml` into `out_dir`, a manifest.json, and a recorded Invoice each."""
+    """One PDF per `*.xml` of `dir_xml` into `out_dir`, a manifest.json, and a recorded Invoice each.
+
+    `on_entry` receives each file's manifest entry as soon as that file is done (before `progress`).
+    """
     folder = existing_dir(dir_xml, "XML")
     target = writable_dir(out_dir or output_dir(), "salida")
     brand = branding()
@@ -89,15 +94,19 @@ def run_batch(
         try:  # a symlink in the folder may lead out of FEL_ROOT: that file fails, not the batch
             jobs.append((existing_file(str(file), "XML"), target / f"{file.stem}.pdf"))
         except FelPathError as exc:
-            entries.append(
-                batch_engine.manifest_entry(Processed(xml_path=file, error=str(exc)), display_path)
-            )
+            entry = batch_engine.manifest_entry(Processed(xml_path=file, error=str(exc)), display_path)
+            entries.append(entry)
+            if on_entry:
+                on_entry(entry)
             done += 1
     if progress and done:
         progress(done, total, "archivos rechazados por su ruta")
     for result in batch_engine.run(jobs, brand, max_xml_bytes(), batch_workers()):
         record_invoice(result, actor=actor, interface=interface)
-        entries.append(batch_engine.manifest_entry(result, display_path))
+        entry = batch_engine.manifest_entry(result, display_path)
+        entries.append(entry)
+        if on_entry:
+            on_entry(entry)
         done += 1
         if progress:
             progress(done, total, result.xml_path.name)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.core.exceptions import RequestDataTooBig
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, TooManyFilesSent
 from django.http import HttpRequest
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError
@@ -87,6 +88,12 @@ def _too_big(request, exc):
     return api.create_response(request, {"detail": "The request body is too large."}, status=413)
 
 
+@api.exception_handler(TooManyFilesSent)
+def _too_many_files(request, exc):
+    detail = f"Too many files in one request (at most {settings.DATA_UPLOAD_MAX_NUMBER_FILES})."
+    return api.create_response(request, {"detail": detail}, status=413)
+
+
 @api.exception_handler(Exception)
 def _server_error(request, exc):
     logger.exception("API error on %s %s", request.method, request.path)
@@ -96,8 +103,10 @@ def _server_error(request, exc):
 def _add_routers() -> None:
     from devices.api import router as home_router
     from fel.api import router as fel_router
+    from fel.batch_api import router as batch_router
 
     api.add_router("/", home_router)
+    api.add_router("/invoices/batches", batch_router)  # before /invoices/{invoice_id}
     api.add_router("/invoices", fel_router)
 
 

@@ -178,6 +178,8 @@ FEL_MAX_XML_BYTES = int(os.environ.get("FEL_MAX_XML_BYTES", str(2 * 1024 * 1024)
 FEL_OUTPUT_DIR = os.environ.get("FEL_OUTPUT_DIR", "out")
 # Processes for fel_batch (0: one per core).
 FEL_BATCH_WORKERS = int(os.environ.get("FEL_BATCH_WORKERS", "0"))
+# Files one upload may carry (a dashboard or REST batch); Django's default is 100.
+DATA_UPLOAD_MAX_NUMBER_FILES = int(os.environ.get("FEL_BATCH_MAX_FILES", "500"))
 
 # --- Auth, i18n, static -------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [

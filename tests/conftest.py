@@ -111,3 +111,12 @@ def redis_url():
     client.flushdb()
     yield url
     client.flushdb()
+
+
+@pytest.fixture
+def inline_batches(monkeypatch):
+    """FEL batch jobs run at once in the request's thread (inside the test's transaction)
+    instead of a background thread that could not see the test's rows."""
+    from fel import batch_jobs
+
+    monkeypatch.setattr(batch_jobs, "launch", batch_jobs.run_job)

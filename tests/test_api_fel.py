@@ -67,20 +67,3 @@ def test_tampered_copy_of_a_valid_invoice_is_409(client, fel_root):
     response = client.post("/api/invoices/validate", {"file": SimpleUploadedFile("t.xml", tampered)}, **auth)
     assert response.status_code == 409
     assert Invoice.objects.get().valid is True
-
-
-def test_dashboard_upload_many_and_download(staff_client, fel_root):
-    response = staff_client.post(
-        "/invoices/", {"files": [upload(SAT_SAMPLE), upload(BROKEN[0])]}, HTTP_ACCEPT="application/json"
-    )
-    results = response.json()["results"]
-    assert len(results) == 2 and results[0]["ok"] is True
-    invoice = Invoice.objects.get(pk=results[0]["invoice_id"])
-    html = staff_client.get("/invoices/").content.decode()
-    assert invoice.emisor_name[:20] in html
-    pdf = staff_client.get(f"/invoices/{invoice.pk}/pdf/")
-    assert pdf.status_code == 200 and "attachment" in pdf["Content-Disposition"]
-    assert Event.objects.filter(action="fel.invoice.record", interface="dashboard", actor="boss").exists()
-    page = staff_client.post("/invoices/", {"files": [upload(SAT_SAMPLE)]})
-    assert page.status_code == 200 and "valid" in page.content.decode()
-    assert staff_client.get("/invoices/424242/pdf/").status_code == 404

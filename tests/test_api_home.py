@@ -179,6 +179,9 @@ def test_events_filtered_and_paginated(client, home):
     assert page["items"][0]["action"] == "alarm.set"
     assert client.get("/api/events", {"interface": "mcp-http"}, **auth).json()["count"] == 12
     assert client.get("/api/events", {"actor": "carl"}, **auth).json()["count"] == 1
+    assert client.get("/api/events", {"action": "alarm.set"}, **auth).json()["count"] == 1
+    light = client.get("/api/events", {"action": "light.set", "interface": "mcp-http"}, **auth).json()
+    assert light["count"] == 12 and {e["action"] for e in light["items"]} == {"light.set"}
     assert client.get("/api/events", {"target": "light:salon", "offset": 10}, **auth).json()["items"][-1][
         "before"
     ] == {"on": False}

@@ -30,7 +30,7 @@ schema = schemathesis.pytest.from_fixture("api_schema")
 
 
 @pytest.fixture
-def token(home, tmp_path, settings):
+def token(home, tmp_path, settings, inline_batches):
     from mcp_endpoint.tokens import create_token
 
     make_root(tmp_path, settings)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -252,14 +253,6 @@ def test_home_live_alarm_and_every_page(daphne_server, owner, browser, make_toke
     page.wait_for_url("**interface=mcp-http**")
     assert "set_light_state" in page.content() or "light.set" in page.content()
 
-    # On a phone.
-    phone = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True)
-    mobile = phone.new_page()
-    log_in(mobile, base)
-    mobile.screenshot(path=str(SHOTS / "phone-home.png"), full_page=True)
-    mobile.goto(base + "/sensors/salon/sensor/esp32-salon/temperature/?range=day")
-    mobile.screenshot(path=str(SHOTS / "phone-sensor-day.png"), full_page=True)
-    phone.close()
     context.close()
 
 
@@ -274,31 +267,126 @@ def fel_env(live_env, tmp_path, settings):
     return root
 
 
-def test_upload_invoices_and_download_pdf(fel_env, daphne_server, owner, browser, tmp_path):
-    from fel.models import Invoice
-    from tests.fel_support import BROKEN, REAL
+def test_upload_a_batch_watch_it_reload_and_download(fel_env, daphne_server, owner, browser, tmp_path):
+    from fel.models import BatchJob, Invoice
+    from tests.fel_support import BROKEN, LONG_SAMPLE, REAL
 
     base = daphne_server
     context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
     page = context.new_page()
     log_in(page, base)
     page.goto(base + "/invoices/")
-    files = [*REAL[:3], BROKEN[0]]
     uploads = tmp_path / "to-upload"
     uploads.mkdir()
-    for file in files:
+    for file in [*REAL, *BROKEN[:2]]:
         shutil.copy(file, uploads / file.name)
-    page.get_by_label("XML files (one or many)").set_input_files([str(uploads / f.name) for f in files])
+    for i in range(24):  # long invoices, so the batch runs long enough to be watched
+        shutil.copy(LONG_SAMPLE, uploads / f"larga-{i:02}.xml")
+    (uploads / "vacia.xml").write_bytes(b"")
+    names = sorted(p.name for p in uploads.iterdir())
+    page.get_by_label("XML files (one or many)").set_input_files([str(uploads / n) for n in names])
     page.get_by_role("button", name="Validate and render").click()
+
+    # The batch runs on the server; the page shows its progress as files finish.
+    panel = page.locator("#last-batch [data-batch]")
+    page.wait_for_function("(document.querySelector('#last-batch progress') || {}).value > 0", timeout=30000)
+    assert panel.get_attribute("data-state") in {"running", "done"}
+    page.screenshot(path=str(SHOTS / "invoices-batch-running.png"), full_page=True)
+
+    # A reload finds the batch again, still live.
+    page.reload()
     page.wait_for_function(
-        "document.getElementById('upload-label').textContent.startsWith('Done')", timeout=30000
+        "document.querySelector('#last-batch [data-batch]').dataset.state === 'done'", timeout=60000
     )
-    assert page.locator("#upload-results .result").count() == len(files)
-    assert Invoice.objects.count() >= 3
+    status = page.locator("#last-batch .batch-status").text_content()
+    assert status == f"Done: {len(names)} files, {len(names) - 3} valid, 3 with issues."
+    assert page.locator("#last-batch .result").count() == len(names)
+    assert page.locator("#last-batch .result.bad").count() == 3
+    assert "could not be read" in page.locator("#last-batch .result", has_text="vacia.xml").text_content()
+    job = BatchJob.objects.get()
+    assert (job.state, job.total, job.invalid) == ("done", len(names), 3)
     page.wait_for_selector("#invoice-list tbody tr")
+    assert Invoice.objects.filter(valid=True).count() == len(REAL)
     page.screenshot(path=str(SHOTS / "invoices.png"), full_page=True)
+
     with page.expect_download() as info:
-        page.locator("#upload-results a", has_text="Download PDF").first.click()
-    path = info.value.path()
-    assert Path(path).read_bytes().startswith(b"%PDF")
+        page.get_by_role("link", name="Download all (ZIP)").click()
+    assert Path(info.value.path()).read_bytes().startswith(b"PK")
+    page.get_by_text(f"{len(names) - 3} valid files").click()  # folded under the problems
+    with page.expect_download() as info:
+        page.locator("#last-batch .result", has_text=REAL[0].name).get_by_role("link", name="PDF").click()
+    assert Path(info.value.path()).read_bytes().startswith(b"%PDF")
+    with page.expect_download() as info:
+        page.get_by_role("link", name="manifest.json").click()
+    manifest = json.loads(Path(info.value.path()).read_text())
+    assert manifest["count"] == len(names) and manifest["invalid"] == 3
+
+    page.goto(f"{base}/invoices/batches/{job.pk}/")
+    page.screenshot(path=str(SHOTS / "invoice-batch.png"), full_page=True)
     context.close()
+
+
+PHONE_PAGES = {
+    "home": "/",
+    "sensors": "/sensors/",
+    "sensor-day": "/sensors/salon/sensor/esp32-salon/temperature/?range=day",
+    "devices": "/devices/",
+    "invoices": "/invoices/",
+    "invoice-batch": "/invoices/batches/{job}/",
+    "activity": "/activity/",
+    "confirm-disarm": "/alarm/",
+}
+
+
+def test_every_page_fits_a_phone(fel_env, daphne_server, owner, browser):
+    """At 375 px no page scrolls sideways, and each one is screenshot there and on a desktop."""
+    from django.db import connection
+
+    from fel import batch_jobs, services
+    from fel.models import BatchJob
+    from tests.fel_support import BROKEN, REAL
+
+    base = daphne_server
+    seed_telemetry_and_agent()
+
+    def record_invoices():  # in a thread of its own: this one runs Playwright's event loop
+        services.validate_xml(str(fel_env / "xml" / REAL[0].name), actor="maria", interface="dashboard")
+        uploads = [_Upload(p) for p in [*REAL[:3], BROKEN[0]]]
+        batch_jobs.run_job(batch_jobs.create_job(uploads, actor="maria", interface="dashboard").pk)
+        connection.close()
+
+    worker = threading.Thread(target=record_invoices)
+    worker.start()
+    worker.join()
+    job = BatchJob.objects.get()
+    sizes = {
+        "phone": {"viewport": {"width": 375, "height": 812}, "device_scale_factor": 2, "is_mobile": True},
+        "desktop": {"viewport": {"width": 1280, "height": 900}},
+    }
+    for size, options in sizes.items():
+        context = browser.new_context(**options)
+        page = context.new_page()
+        page.goto(base + "/login/")
+        page.screenshot(path=str(SHOTS / f"{size}-login.png"), full_page=True)
+        log_in(page, base)
+        for name, url in PHONE_PAGES.items():
+            page.goto(base + url.format(job=job.pk))
+            page.wait_for_load_state("networkidle")
+            page.screenshot(path=str(SHOTS / f"{size}-{name}.png"), full_page=True)
+            page_width, inner, nav, nav_box = page.evaluate(
+                "[document.scrollingElement.scrollWidth, window.innerWidth,"
+                " document.querySelector('.topbar nav').scrollWidth,"
+                " document.querySelector('.topbar nav').clientWidth]"
+            )
+            assert inner == options["viewport"]["width"]  # a phone did not zoom out to fit
+            assert page_width <= inner, f"{url} scrolls sideways at {size} size"
+            assert nav <= nav_box, f"the menu of {url} hides sections at {size} size"
+        context.close()
+
+
+class _Upload:
+    def __init__(self, path: Path) -> None:
+        self.name, self.path = path.name, path
+
+    def chunks(self):
+        yield self.path.read_bytes()

@@ -121,10 +121,12 @@ def test_disarming_needs_confirmation(staff_client, home):
     services.set_alarm_state(True, actor="t", interface="system")
     response = staff_client.post("/alarm/", {"armed": "0"})
     assert response.status_code == 302 and response["Location"] == "/alarm/"
-    assert staff_client.get("/alarm/").status_code == 200  # the confirmation page
+    assert "Yes, disarm" in staff_client.get("/alarm/").content.decode()  # the confirmation page
     assert Event.objects.filter(interface="dashboard").count() == 0
     staff_client.post("/alarm/", {"armed": "0", "confirm": "yes"})
     assert Event.objects.get(interface="dashboard").after == {"armed": False}
+    nothing_to_do = staff_client.get("/alarm/").content.decode()
+    assert "already <strong>disarmed</strong>" in nothing_to_do and "Yes, disarm" not in nothing_to_do
     assert staff_client.post("/alarm/", {"armed": "1"}, HTTP_ACCEPT="application/json").json() == {
         "armed": True
     }
@@ -184,6 +186,12 @@ def test_tool_call_validation_and_unknown_tool(staff_client, agent):
     assert missing.status_code == 404
 
 
+def events_of(page) -> str:
+    """The events table of an Activity page (not its filter form, which names every action)."""
+    html = page if isinstance(page, str) else page.content.decode()
+    return html.split('id="event-list"', 1)[1]
+
+
 def test_activity_filters_and_pagination(staff_client, home):
     for i in range(30):
         services.set_light_state("salon", i % 2 == 0, actor="ana", interface="rest")
@@ -191,12 +199,18 @@ def test_activity_filters_and_pagination(staff_client, home):
     first = staff_client.get("/activity/").content.decode()
     assert "Page 1 of" in first and first.index("alarm.set") < first.index("light.set")  # newest first
     assert staff_client.get("/activity/", {"page": 2}).status_code == 200
-    only = staff_client.get("/activity/", {"interface": "mcp-http"}).content.decode()
+    only = events_of(staff_client.get("/activity/", {"interface": "mcp-http"}))
     assert "alarm.set" in only and "light.set" not in only
-    by_actor = staff_client.get("/activity/", {"actor": "carl"}).content.decode()
+    by_actor = events_of(staff_client.get("/activity/", {"actor": "carl"}))
     assert "alarm.set" in by_actor and "light.set" not in by_actor
-    by_target = staff_client.get("/activity/", {"target": "light:salon"}).content.decode()
+    by_target = events_of(staff_client.get("/activity/", {"target": "light:salon"}))
     assert "light.set" in by_target and "alarm.set" not in by_target
+    assert "armed: yes" in events_of(first) and "{'armed'" not in first  # changes read as words
+    by_action = staff_client.get("/activity/", {"action": "alarm.set"}).content.decode()
+    assert "carlos" in events_of(by_action) and "light.set" not in events_of(by_action)
+    assert '<option value="alarm.set" selected>' in by_action  # the filter shows what is applied
+    paged = staff_client.get("/activity/", {"action": "light.set", "actor": "ana"}).content.decode()
+    assert "Page 1 of 2" in paged and "action=light.set&amp;actor=ana&amp;page=2" in paged
     assert staff_client.get("/activity/", {"interface": "bogus", "page": "x"}).status_code == 200
 
 

@@ -1,7 +1,9 @@
 // HomeHub dashboard: progressive enhancement of the server-rendered pages.
 // - forms post with fetch (JSON answers) so switches react without a reload;
 // - /ws/home/ pushes every change made anywhere; the page applies it at once and
-//   refreshes its [data-refresh] regions; a banner shows while the socket is down.
+//   refreshes its [data-refresh] regions; a banner shows while the socket is down;
+// - an invoice batch runs on the server: its panel is polled (any hub process can answer,
+//   whatever the channel layer) until the batch ends, also after a reload.
 (function () {
   "use strict";
 
@@ -186,66 +188,104 @@
     var upload = document.getElementById("upload-form");
     if (upload) upload.addEventListener("submit", function (e) {
       var input = document.getElementById("files");
-      var files = Array.prototype.slice.call(input.files);
-      if (!files.length) return;
+      if (!input.files.length || !window.XMLHttpRequest) return;
       e.preventDefault();
-      var wrap = document.getElementById("upload-progress");
-      var bar = document.getElementById("upload-bar");
-      var label = document.getElementById("upload-label");
-      var list = document.createElement("ul");
-      list.className = "results";
-      var results = document.getElementById("upload-results");
-      results.innerHTML = "";
-      results.appendChild(list);
-      wrap.hidden = false;
-      bar.max = files.length;
-      bar.value = 0;
-      var done = 0, valid = 0;
-      function report(name, body) {
-        var li = document.createElement("li");
-        var ok = body && body.ok;
-        li.className = "result " + (ok ? "ok" : "bad");
-        var p = document.createElement("p");
-        var strong = document.createElement("strong");
-        strong.textContent = body && body.name || name;
-        p.appendChild(strong);
-        var issues = (body && body.issues) || [];
-        p.appendChild(document.createTextNode(" — " + (ok ? "valid" : body && body.error ? "could not be read" : issues.length + " issue" + (issues.length === 1 ? "" : "s"))));
-        if (body && body.totals) {
-          var t = document.createElement("span"); t.className = "muted small"; t.textContent = "Total " + body.totals.total; p.appendChild(t);
-        }
-        if (body && body.has_pdf) {
-          var a = document.createElement("a"); a.href = "/invoices/" + body.invoice_id + "/pdf/"; a.textContent = "Download PDF"; a.setAttribute("download", ""); p.appendChild(a);
-        }
-        li.appendChild(p);
-        if (body && body.error) { var er = document.createElement("p"); er.className = "msg msg-error"; er.textContent = body.error; li.appendChild(er); }
-        if (issues.length) {
-          var ul = document.createElement("ul"); ul.className = "issues";
-          issues.forEach(function (i) { var x = document.createElement("li"); x.textContent = i; ul.appendChild(x); });
-          li.appendChild(ul);
-        }
-        list.appendChild(li);
-        if (ok) valid++;
-      }
-      function next(i) {
-        if (i >= files.length) {
-          label.textContent = "Done: " + done + " file" + (done === 1 ? "" : "s") + ", " + valid + " valid.";
-          input.value = "";
-          refreshSoon(0);
-          return;
-        }
-        label.textContent = "Processing " + (i + 1) + " of " + files.length + ": " + files[i].name;
-        var data = new FormData();
-        data.append("files", files[i]);
-        fetch(upload.action, { method: "POST", body: data, credentials: "same-origin",
-          headers: { "Accept": "application/json", "X-CSRFToken": csrf(upload) } })
-          .then(function (r) { return r.json(); })
-          .then(function (body) { report(files[i].name, (body.results || [])[0] || body); })
-          .catch(function (err) { report(files[i].name, { ok: false, error: String(err) }); })
-          .finally(function () { done++; bar.value = done; next(i + 1); });
-      }
-      next(0);
+      uploadBatch(upload, input);
     });
+    document.querySelectorAll("[data-batch]").forEach(watchBatch);
+  }
+
+  // --- invoice batches ------------------------------------------------------------------
+  // One request carries every file (its upload progress in #upload-bar); the hub answers
+  // with the batch it started, whose panel is then polled until the batch ends.
+  function uploadBatch(form, input) {
+    var wrap = document.getElementById("upload-progress");
+    var bar = document.getElementById("upload-bar");
+    var label = document.getElementById("upload-label");
+    var button = form.querySelector("button[type=submit]");
+    var count = input.files.length;
+    var xhr = new XMLHttpRequest();
+    wrap.hidden = false;
+    bar.max = 1;
+    bar.value = 0;
+    label.textContent = "Uploading " + count + " file" + (count === 1 ? "" : "s") + "…";
+    button.disabled = true;
+    xhr.open("POST", form.action);
+    xhr.setRequestHeader("Accept", "application/json");
+    xhr.setRequestHeader("X-CSRFToken", csrf(form));
+    xhr.upload.onprogress = function (ev) {
+      if (ev.lengthComputable) bar.value = ev.loaded / ev.total;
+    };
+    xhr.onload = function () {
+      var body = {};
+      try { body = JSON.parse(xhr.responseText); } catch (err) { /* not JSON */ }
+      button.disabled = false;
+      if (xhr.status !== 202) {
+        label.textContent = body.error || ("The upload failed (" + xhr.status + ").");
+        return;
+      }
+      wrap.hidden = true;
+      input.value = "";
+      showBatch(body.panel);
+    };
+    xhr.onerror = function () {
+      button.disabled = false;
+      label.textContent = "The upload failed: check the connection and try again.";
+    };
+    xhr.send(new FormData(form));
+  }
+
+  function fetchPanel(url) {
+    return fetch(url, { credentials: "same-origin", headers: { "Accept": "text/html" } })
+      .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
+      .then(function (html) {
+        var panel = new DOMParser().parseFromString(html, "text/html").querySelector("[data-batch]");
+        return panel || Promise.reject("no panel");
+      });
+  }
+
+  function showBatch(url) {
+    var slot = document.getElementById("last-batch");
+    fetchPanel(url).then(function (panel) {
+      var old = slot.querySelector("[data-batch]");
+      if (old) old.dataset.gone = "1";  // its poll stops; the list of earlier batches shows it
+      slot.innerHTML = "";
+      slot.appendChild(document.adoptNode(panel));
+      watchBatch(panel);
+      refreshSoon(0);
+    }).catch(function () { setTimeout(function () { showBatch(url); }, 1000); });
+  }
+
+  function running(state) { return state === "queued" || state === "running"; }
+
+  // Update the panel in place: the bar and the status line keep their nodes (the status
+  // line is a live region), the badge and the per-file list are replaced.
+  function updatePanel(panel, fresh) {
+    panel.dataset.state = fresh.dataset.state;
+    var bar = panel.querySelector("progress"), freshBar = fresh.querySelector("progress");
+    bar.max = freshBar.max;
+    bar.value = freshBar.value;
+    var status = panel.querySelector(".batch-status"), text = fresh.querySelector(".batch-status").textContent;
+    if (status.textContent !== text) status.textContent = text;
+    var folded = panel.querySelector(".valid-files"), unfolded = fresh.querySelector(".valid-files");
+    if (folded && unfolded) unfolded.open = folded.open;  // keep what the reader opened
+    ["h3", ".batch-badge", ".batch-body"].forEach(function (sel) {
+      panel.querySelector(sel).replaceWith(document.adoptNode(fresh.querySelector(sel)));
+    });
+  }
+
+  function watchBatch(panel) {
+    if (panel.dataset.watching || !running(panel.dataset.state)) return;
+    panel.dataset.watching = "1";
+    function tick() {
+      if (panel.dataset.gone) return;
+      fetchPanel(panel.dataset.url).then(function (fresh) {
+        updatePanel(panel, fresh);
+        if (running(fresh.dataset.state)) setTimeout(tick, 600);
+        else refreshSoon(0);  // the recorded invoices and earlier batches
+      }).catch(function () { setTimeout(tick, 2000); });
+    }
+    setTimeout(tick, 300);
   }
 
   document.addEventListener("DOMContentLoaded", function () {
