@@ -123,20 +123,19 @@ def run_publisher(args: argparse.Namespace) -> None:
     def read() -> None:
         nonlocal acked
         pending = b""
-        while True:
-            data = sock.recv(65536)
-            if not data:
-                return
+        while data := sock.recv(65536):
             pending += data
-            whole = len(pending) // 4 * 4  # PUBACK and PINGRESP: 4 and 2 bytes
-            if pending.endswith(b"\xd0\x00"):
-                pinged.set()
-                pending = pending[:-2]
-                whole = len(pending) // 4 * 4
+            at, count = 0, 0
+            while len(pending) - at >= 2 and len(pending) - at >= 2 + pending[at + 1]:
+                if pending[at] == 0x40:  # PUBACK (a short packet: one length byte)
+                    count += 1
+                elif pending[at] == 0xD0:  # PINGRESP
+                    pinged.set()
+                at += 2 + pending[at + 1]
+            pending = pending[at:]
             with progress:
-                acked += whole // 4
+                acked += count
                 progress.notify()
-            pending = pending[whole:]
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()

@@ -37,6 +37,7 @@ def test_edge_payloads_are_readings(payload, value, unit, at):
     ("topic", "payload", "reason"),
     [
         (TOPIC, b"{not json", "not JSON"),
+        (TOPIC, b'{"value": 1, "unit": "\xff"}', "not JSON"),  # not UTF-8
         (TOPIC, b'{"unit": "c"}', "no 'value'"),
         (TOPIC, b'{"value": "hot"}', "value is not a number"),
         (TOPIC, b'{"value": NaN}', "not finite"),
