@@ -44,23 +44,22 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import websockets
-from bench_stdio import (
+from common import (
     PROTOCOL_VERSION,
     ROOT,
     ProtocolFailure,
     Run,
-    _failed,
     arguments_for,
     cpu_seconds,
     fmt_ms,
     fmt_rate,
     machine,
     prepare_homehub,
+    sequential,
     shape_check,
     start_py_spy,
 )
@@ -267,6 +266,11 @@ class HttpSession:
     async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         return await self.request("tools/call", {"name": tool, "arguments": arguments})
 
+    async def timed_call(self, tool: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], float]:
+        start = time.perf_counter()
+        message = await self.call(tool, arguments)
+        return message, time.perf_counter() - start
+
 
 class WsSession:
     """One MCP session over HomeHub's WebSocket (one connection)."""
@@ -310,6 +314,11 @@ class WsSession:
     async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         return await self.request("tools/call", {"name": tool, "arguments": arguments})
 
+    async def timed_call(self, tool: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], float]:
+        start = time.perf_counter()
+        message = await self.call(tool, arguments)
+        return message, time.perf_counter() - start
+
 
 async def open_sessions(kind: str, name: str, port: int, token: str, count: int) -> list:
     cls = WsSession if kind == "ws" else HttpSession
@@ -329,24 +338,18 @@ async def close_all(sessions: list) -> None:
 
 async def measure(server: Server, sessions: list, tool: str, n: int) -> tuple[Run, float]:
     """`n` calls spread over the sessions, each sequential; returns the run and client CPU."""
-    args: Callable[[int], dict[str, Any]] = arguments_for(tool)
+    args = arguments_for(tool)
     latencies: list[float] = []
-    failures = 0
-    clock = time.perf_counter
-
-    async def loop(session, calls: int) -> None:
-        nonlocal failures
-        for i in range(calls):
-            start = clock()
-            message = await session.call(tool, args(i))
-            latencies.append(clock() - start)
-            failures += _failed(message)
-
     share, extra = divmod(n, len(sessions))
-    cpu0, client0, wall0 = server.cpu(), time.process_time(), clock()
-    await asyncio.gather(*(loop(s, share + (i < extra)) for i, s in enumerate(sessions)))
-    wall = clock() - wall0
-    run = Run(n, wall, server.cpu() - cpu0, latencies, failures)
+    cpu0, client0, wall0 = server.cpu(), time.process_time(), time.perf_counter()
+    failures = await asyncio.gather(
+        *(
+            sequential(session.timed_call, tool, args, share + (i < extra), latencies)
+            for i, session in enumerate(sessions)
+        )
+    )
+    wall = time.perf_counter() - wall0
+    run = Run(n, wall, server.cpu() - cpu0, latencies, sum(failures))
     return run, time.process_time() - client0
 
 

@@ -27,7 +27,6 @@ import contextlib
 import itertools
 import json
 import os
-import platform
 import shutil
 import signal
 import subprocess
@@ -35,14 +34,28 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+from common import (
+    PROTOCOL_VERSION,
+    ROOT,
+    Arguments,
+    ProtocolFailure,
+    Run,
+    arguments_for,
+    cpu_seconds,
+    failed,
+    fmt_ms,
+    fmt_rate,
+    machine,
+    prepare_homehub,
+    sequential,
+    shape_check,
+    start_py_spy,
+)
+
 PEER = ROOT / "bench" / "peers" / "sdk_home_server.py"
-PROTOCOL_VERSION = "2025-11-25"
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 # (scenario, tool, kind); arguments come from `arguments_for`.
 SCENARIOS = [
@@ -52,24 +65,6 @@ SCENARIOS = [
 ]
 MODES = ("sequential", "pipelined")
 TARGETS = {"read": 3.0, "write": 1.5}
-
-
-def arguments_for(tool: str) -> Callable[[int], dict[str, Any]]:
-    if tool == "set_light_state":
-        on_off = ({"name": "salon", "on": True}, {"name": "salon", "on": False})
-        return lambda i: on_off[i & 1]
-    return lambda i: {}
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of a process, in seconds (the resolution is one clock tick)."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # fields 14 and 15 of proc(5)
-
-
-class ProtocolFailure(Exception):
-    pass
 
 
 class Client:
@@ -183,18 +178,17 @@ class Client:
 
     # --- measured loops -----------------------------------------------------------------
 
-    async def sequential(self, tool: str, args: Callable[[int], dict[str, Any]], n: int) -> Run:
+    async def sequential(self, tool: str, args: Arguments, n: int) -> Run:
         latencies: list[float] = []
-        failures = 0
         cpu0, wall0 = cpu_seconds(self.pid), time.perf_counter()
-        for i in range(n):
-            message, latency = await self._timed_request("tools/call", {"name": tool, "arguments": args(i)})
-            latencies.append(latency)
-            failures += _failed(message)
+        failures = await sequential(self._timed_call, tool, args, n, latencies)
         wall = time.perf_counter() - wall0
         return Run(n, wall, cpu_seconds(self.pid) - cpu0, latencies, failures)
 
-    async def pipelined(self, tool: str, args: Callable[[int], dict[str, Any]], n: int, window: int) -> Run:
+    async def _timed_call(self, tool: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], float]:
+        return await self._timed_request("tools/call", {"name": tool, "arguments": arguments})
+
+    async def pipelined(self, tool: str, args: Arguments, n: int, window: int) -> Run:
         """Keep up to `window` calls in flight; a new one goes out as each answer comes in."""
         sent_at: dict[int, float] = {}
         latencies: list[float] = []
@@ -208,7 +202,7 @@ class Client:
             if start is None:
                 return
             latencies.append(now - start)
-            failures += _failed(message)
+            failures += failed(message)
             room.release()
             if len(latencies) == n and not done.done():
                 done.set_result(None)
@@ -238,92 +232,7 @@ class Client:
             self._on_response = None
 
 
-def _failed(message: dict[str, Any]) -> int:
-    result = message.get("result")
-    return int(not isinstance(result, dict) or result.get("isError") is not False)
-
-
-@dataclass
-class Run:
-    calls: int
-    wall: float
-    server_cpu: float
-    latencies: list[float] = field(repr=False)
-    failures: int = 0
-
-    @property
-    def rate(self) -> float:
-        return self.calls / self.wall
-
-    def percentile(self, q: float) -> float:
-        ordered = sorted(self.latencies)
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-    @property
-    def cpu_per_call_us(self) -> float:
-        return self.server_cpu / self.calls * 1e6
-
-
-# --- set-up ------------------------------------------------------------------------------
-
-
-def prepare_homehub(workdir: Path, python: str, debug: bool) -> dict[str, str]:
-    env = dict(os.environ)
-    env["DATABASE_URL"] = f"sqlite:///{workdir / 'homehub.sqlite3'}"
-    # As deployed: DEBUG keeps every SQL statement in memory (and on SQLite runs one more
-    # query per statement to quote its parameters), which is for development only.
-    env["DJANGO_DEBUG"] = "1" if debug else "0"
-    for argv in (["migrate", "--noinput", "-v", "0"], ["seed_home"]):
-        subprocess.run([python, "manage.py", *argv], cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
-    return env
-
-
-SHAPE_CALLS = [
-    ("get_presence", {}),
-    ("get_alarm_status", {}),
-    ("list_lights_on", {}),
-    ("get_all_states", {}),
-    ("set_light_state", {"name": "cocina", "on": True}),
-    ("list_lights_on", {}),
-    ("set_light_state", {"name": "cocina", "on": False}),
-    ("set_light_state", {"name": "nope", "on": True}),
-    ("set_alarm_state", {"armed": True}),
-    ("get_alarm_status", {}),
-    ("set_alarm_state", {"armed": False}),
-    ("get_all_states", {}),
-]
-
-
-async def shape_check(clients: list[Client]) -> list[str]:
-    """Call every tool on every server; the structured results must be identical."""
-    seen: dict[str, list[Any]] = {}
-    for client in clients:
-        outcomes = []
-        for tool, arguments in SHAPE_CALLS:
-            message = await client.call(tool, arguments)
-            if "result" not in message:
-                raise ProtocolFailure(f"{client.name}: {tool} -> {message}")
-            result = message["result"]
-            outcomes.append((result.get("isError"), result.get("structuredContent")))
-        seen[client.name] = outcomes
-    problems = []
-    names = list(seen)
-    for other in names[1:]:
-        for (tool, arguments), a, b in zip(SHAPE_CALLS, seen[names[0]], seen[other], strict=True):
-            if a != b:
-                problems.append(f"{tool}({arguments}): {names[0]}={a} {other}={b}")
-    return problems
-
-
 # --- report ------------------------------------------------------------------------------
-
-
-def fmt_rate(value: float) -> str:
-    return f"{value:,.0f}"
-
-
-def fmt_ms(value: float) -> str:
-    return f"{value * 1e3:.2f}"
 
 
 def table(results: dict[tuple[str, str, str], Run], servers: list[str]) -> tuple[str, bool]:
@@ -354,23 +263,6 @@ def table(results: dict[tuple[str, str, str], Run], servers: list[str]) -> tuple
                 row += [f"{ratio:.2f}x", f">= {target}x", "pass" if met else "FAIL"]
             lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines), all_met
-
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    return f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, Linux {platform.release()}"
-
-
-def start_py_spy(output: str, pid: int) -> subprocess.Popen:
-    """Sample the HomeHub server (every thread) for the rest of the run."""
-    exe = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
-    argv = [exe, "record", "--pid", str(pid), "--format", "raw", "--threads", "--rate", "250"]
-    return subprocess.Popen([*argv, "--output", output], stdout=subprocess.DEVNULL)
 
 
 # --- main --------------------------------------------------------------------------------

@@ -1,0 +1,164 @@
+"""What the MCP benchmarks share: the measured loop, run figures, the shape check, the
+HomeHub set-up, the report helpers and py-spy.
+
+`bench_stdio.py` and `bench_http.py` import it as a sibling module (they run as scripts from
+`bench/`), so both drive their servers with the same loop and report the same figures.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PROTOCOL_VERSION = "2025-11-25"
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+Arguments = Callable[[int], dict[str, Any]]
+# A client's call: (tool, arguments) -> (the JSON-RPC response, latency in seconds).
+TimedCall = Callable[[str, dict[str, Any]], Awaitable[tuple[dict[str, Any], float]]]
+
+
+class ProtocolFailure(Exception):
+    pass
+
+
+def arguments_for(tool: str) -> Arguments:
+    """The i-th call's arguments: writes alternate `salon` on and off, reads take none."""
+    if tool == "set_light_state":
+        on_off = ({"name": "salon", "on": True}, {"name": "salon", "on": False})
+        return lambda i: on_off[i & 1]
+    return lambda i: {}
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process, in seconds (the resolution is one clock tick)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # fields 14 and 15 of proc(5)
+
+
+def failed(message: dict[str, Any]) -> int:
+    """1 when a `tools/call` response is not a successful result."""
+    result = message.get("result")
+    return int(not isinstance(result, dict) or result.get("isError") is not False)
+
+
+@dataclass
+class Run:
+    calls: int
+    wall: float
+    server_cpu: float
+    latencies: list[float] = field(repr=False)
+    failures: int = 0
+
+    @property
+    def rate(self) -> float:
+        return self.calls / self.wall
+
+    def percentile(self, q: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    @property
+    def cpu_per_call_us(self) -> float:
+        return self.server_cpu / self.calls * 1e6
+
+
+async def sequential(call: TimedCall, tool: str, args: Arguments, n: int, latencies: list[float]) -> int:
+    """`n` calls, one in flight; appends each latency, returns how many failed."""
+    failures = 0
+    for i in range(n):
+        message, latency = await call(tool, args(i))
+        latencies.append(latency)
+        failures += failed(message)
+    return failures
+
+
+# --- set-up ------------------------------------------------------------------------------
+
+
+def prepare_homehub(workdir: Path, python: str, debug: bool) -> dict[str, str]:
+    """A fresh SQLite database in `workdir`, migrated and seeded; returns HomeHub's environment."""
+    env = dict(os.environ)
+    env["DATABASE_URL"] = f"sqlite:///{workdir / 'homehub.sqlite3'}"
+    # As deployed: DEBUG keeps every SQL statement in memory (and on SQLite runs one more
+    # query per statement to quote its parameters), which is for development only.
+    env["DJANGO_DEBUG"] = "1" if debug else "0"
+    for argv in (["migrate", "--noinput", "-v", "0"], ["seed_home"]):
+        subprocess.run([python, "manage.py", *argv], cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
+    return env
+
+
+SHAPE_CALLS = [
+    ("get_presence", {}),
+    ("get_alarm_status", {}),
+    ("list_lights_on", {}),
+    ("get_all_states", {}),
+    ("set_light_state", {"name": "cocina", "on": True}),
+    ("list_lights_on", {}),
+    ("set_light_state", {"name": "cocina", "on": False}),
+    ("set_light_state", {"name": "nope", "on": True}),
+    ("set_alarm_state", {"armed": True}),
+    ("get_alarm_status", {}),
+    ("set_alarm_state", {"armed": False}),
+    ("get_all_states", {}),
+]
+
+
+async def shape_check(clients: list[Any]) -> list[str]:
+    """Call every tool on every server (each client has `name` and `call(tool, arguments)`);
+    the structured results must be identical."""
+    seen: dict[str, list[Any]] = {}
+    for client in clients:
+        outcomes = []
+        for tool, arguments in SHAPE_CALLS:
+            message = await client.call(tool, arguments)
+            if "result" not in message:
+                raise ProtocolFailure(f"{client.name}: {tool} -> {message}")
+            result = message["result"]
+            outcomes.append((result.get("isError"), result.get("structuredContent")))
+        seen[client.name] = outcomes
+    problems = []
+    names = list(seen)
+    for other in names[1:]:
+        for (tool, arguments), a, b in zip(SHAPE_CALLS, seen[names[0]], seen[other], strict=True):
+            if a != b:
+                problems.append(f"{tool}({arguments}): {names[0]}={a} {other}={b}")
+    return problems
+
+
+# --- report ------------------------------------------------------------------------------
+
+
+def fmt_rate(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def fmt_ms(value: float) -> str:
+    return f"{value * 1e3:.2f}"
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, Linux {platform.release()}"
+
+
+def start_py_spy(output: str, pid: int) -> subprocess.Popen:
+    """Sample a server (every thread) for the rest of the run, as raw folded stacks."""
+    exe = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    argv = [exe, "record", "--pid", str(pid), "--format", "raw", "--threads", "--rate", "250"]
+    return subprocess.Popen([*argv, "--output", output], stdout=subprocess.DEVNULL)
