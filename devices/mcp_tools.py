@@ -51,21 +51,21 @@ class Outcome(BaseModel):
 
 
 @tool(scope="read", read_only=True, idempotent=True)
-def get_presence(args: NoArguments, ctx: ToolContext) -> Presence:
+async def get_presence(args: NoArguments, ctx: ToolContext) -> Presence:
     """Obtiene el estado del detector de presencia"""
-    return selectors.get_presence()
+    return await selectors.aget_presence()
 
 
 @tool(scope="read", read_only=True, idempotent=True)
-def get_alarm_status(args: NoArguments, ctx: ToolContext) -> AlarmStatus:
+async def get_alarm_status(args: NoArguments, ctx: ToolContext) -> AlarmStatus:
     """Consulta si la alarma está armada"""
-    return selectors.get_alarm_status()
+    return await selectors.aget_alarm_status()
 
 
 @tool(scope="read", read_only=True, idempotent=True)
-def list_lights_on(args: NoArguments, ctx: ToolContext) -> LightsOn:
+async def list_lights_on(args: NoArguments, ctx: ToolContext) -> LightsOn:
     """Lista los nombres de las luces que están encendidas"""
-    return selectors.list_lights_on()
+    return await selectors.alist_lights_on()
 
 
 @tool(scope="control", idempotent=True)
@@ -88,9 +88,9 @@ async def set_alarm_state(args: SetAlarmInput, ctx: ToolContext) -> Outcome:
 
 
 @tool(scope="read", read_only=True, idempotent=True)
-def get_all_states(args: NoArguments, ctx: ToolContext) -> AllStates:
+async def get_all_states(args: NoArguments, ctx: ToolContext) -> AllStates:
     """Obtiene un snapshot completo del estado del sistema"""
-    return selectors.get_all_states()
+    return await selectors.aget_all_states()
 
 
 class AgentToolInfo(BaseModel):

@@ -14,6 +14,7 @@ from asgiref.sync import sync_to_async
 from django.db import connections, router
 from django.db.models import Model, QuerySet
 
+from devices import home_state
 from devices.models import Agent, AgentTool, Alarm, Light, Person
 
 _compiled: dict[tuple[Callable[[], QuerySet], str], tuple[str, tuple[Any, ...]]] = {}
@@ -70,10 +71,12 @@ def get_all_states() -> dict[str, Any]:
     }
 
 
-aget_presence = sync_to_async(get_presence)
-aget_alarm_status = sync_to_async(get_alarm_status)
-alist_lights_on = sync_to_async(list_lights_on)
-aget_all_states = sync_to_async(get_all_states)
+# The async reads answer from the state kept by `devices.home_state` while the database
+# proves it current, without a hop to the database thread.
+aget_presence = home_state.presence
+aget_alarm_status = home_state.alarm_status
+alist_lights_on = home_state.lights_on
+aget_all_states = home_state.all_states
 
 
 # --- ESP32 agents ---------------------------------------------------------------------------
