@@ -1,9 +1,10 @@
 """The only code that changes the home.
 
-Each write is one transaction that updates the row and writes an `Event` (who, through
-which interface, before and after); once committed, the change is broadcast to the
-channel layer's home group. Async callers use the `a*` variants, which run the same
-function in Django's sync thread so the event loop is never blocked.
+Each write is one transaction that locks and updates the row and writes an `Event` (who,
+through which interface, before and after); once committed, the change is broadcast to the
+channel layer's home group. The hot writes run their SQL directly (`devices.statements`).
+Async callers use the `a*` variants, which run the same function in Django's sync thread
+so the event loop is never blocked.
 """
 
 from __future__ import annotations
@@ -11,7 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Model
+from django.utils import timezone
 
+from devices import statements
 from devices.broadcast import broadcast_on_commit, deferred
 from devices.errors import LightNotFound, PersonNotFound
 from devices.models import Alarm, Event, Light, Person
@@ -27,85 +31,101 @@ def record_event(
     after: Any = None,
     broadcast: dict[str, Any] | None = None,
 ) -> Event:
-    """Write one audit event; with `broadcast`, also announce the change after commit."""
-    event = Event.objects.create(
-        actor=actor[:150],
+    """Write one audit event (in the caller's transaction, if any); with `broadcast`, also
+    announce the change after commit. Returns the event as written (without its id)."""
+    row = statements.event_row(
+        at=timezone.now(),
+        actor=actor,
         interface=interface,
         action=action,
         target=target,
         before=before,
         after=after,
     )
+    statements.insert_events([row])
     if broadcast is not None:
         broadcast_on_commit(
             {
                 "action": action,
                 "target": target,
-                "actor": event.actor,
+                "actor": row["actor"],
                 "interface": interface,
-                "at": event.at.isoformat(),
+                "at": row["at"].isoformat(),
                 **broadcast,
             }
         )
-    return event
+    return Event(**row)
+
+
+def _set_flag(model: type[Model], name: str, field: str, value: bool) -> tuple[int, bool, tuple] | None:
+    """Lock the row named `name`, set its `field`; (id, value before, other columns) or None."""
+    row = statements.select_for_update(model, "name", name, ("id", field, *_SHOWN[model]))
+    if row is None:
+        return None
+    statements.update(model, row[0], {field: value, "updated_at": timezone.now()})
+    return row[0], bool(row[1]), row[2:]
+
+
+# Columns besides id and the flag that the returned instances carry.
+_SHOWN: dict[type[Model], tuple[str, ...]] = {Light: ("label", "room"), Person: ()}
 
 
 def set_light_state(name: str, on: bool, *, actor: str, interface: str) -> Light:
+    on = bool(on)
     with transaction.atomic():
-        light = Light.objects.select_for_update().filter(name=name).first()
-        if light is None:
+        found = _set_flag(Light, name, "on", on)
+        if found is None:
             raise LightNotFound(name)
-        before = {"on": light.on}
-        light.on = bool(on)
-        light.save(update_fields=["on", "updated_at"])
+        pk, before, (label, room) = found
         record_event(
             actor=actor,
             interface=interface,
             action="light.set",
             target=f"light:{name}",
-            before=before,
-            after={"on": light.on},
-            broadcast={"kind": "light", "name": name, "on": light.on},
+            before={"on": before},
+            after={"on": on},
+            broadcast={"kind": "light", "name": name, "on": on},
         )
-    return light
+    return Light(id=pk, name=name, label=label, room=room, on=on)
 
 
 def set_alarm_state(armed: bool, *, actor: str, interface: str) -> Alarm:
+    armed = bool(armed)
     with transaction.atomic():
-        alarm, _ = Alarm.objects.select_for_update().get_or_create(pk=Alarm.SINGLETON_PK)
-        before = {"armed": alarm.armed}
-        alarm.armed = bool(armed)
-        alarm.save(update_fields=["armed", "updated_at"])
+        row = statements.select_for_update(Alarm, "id", Alarm.SINGLETON_PK, ("armed",))
+        if row is None:  # first use: create the row the ORM way
+            alarm, _ = Alarm.objects.select_for_update().get_or_create(pk=Alarm.SINGLETON_PK)
+            row = (alarm.armed,)
+        statements.update(Alarm, Alarm.SINGLETON_PK, {"armed": armed, "updated_at": timezone.now()})
         record_event(
             actor=actor,
             interface=interface,
             action="alarm.set",
             target="alarm",
-            before=before,
-            after={"armed": alarm.armed},
-            broadcast={"kind": "alarm", "armed": alarm.armed},
+            before={"armed": bool(row[0])},
+            after={"armed": armed},
+            broadcast={"kind": "alarm", "armed": armed},
         )
-    return alarm
+    return Alarm(id=Alarm.SINGLETON_PK, armed=armed)
 
 
 def set_person_presence(name: str, present: bool, *, actor: str, interface: str) -> Person:
+    present = bool(present)
     with transaction.atomic():
-        person = Person.objects.select_for_update().filter(name=name).first()
-        if person is None:
+        found = _set_flag(Person, name, "present", present)
+        if found is None:
             raise PersonNotFound(name)
-        before = {"present": person.present}
-        person.present = bool(present)
-        person.save(update_fields=["present", "updated_at"])
+        pk, before, _ = found
         record_event(
             actor=actor,
             interface=interface,
             action="person.set",
             target=f"person:{name}",
-            before=before,
-            after={"present": person.present},
-            broadcast={"kind": "person", "name": name, "present": person.present},
+            before={"present": before},
+            after={"present": present},
+            broadcast={"kind": "person", "name": name, "present": present},
         )
-    return person
+    return Person(id=pk, name=name, present=present)
 
 
 aset_light_state = deferred(set_light_state)

@@ -1,0 +1,108 @@
+"""The SQL of the home's hot writes, written once per database vendor and run directly.
+
+Building and compiling a queryset (`select_for_update().first()`, `save()`,
+`objects.create()`) costs several times what the database takes to run the statement, and
+every agent's and dashboard's change pays it. These are the same statements the ORM would
+run, with table and column names taken from the models; values are prepared by the model
+fields (`get_db_prep_save`), so dates and JSON are stored exactly as the ORM stores them.
+"""
+
+from __future__ import annotations
+
+import functools
+from datetime import datetime
+from typing import Any
+
+from django.db import connections, router
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import Model
+
+from devices.models import Event
+
+EVENT_COLUMNS = ("at", "actor", "interface", "action", "target", "before", "after")
+
+
+def _q(connection: BaseDatabaseWrapper, name: str) -> str:
+    return connection.ops.quote_name(name)
+
+
+def _column(model: type[Model], field: str) -> str:
+    return model._meta.get_field(field).column
+
+
+@functools.cache
+def _select_sql(vendor: str, model: type[Model], key: str, columns: tuple[str, ...], for_update: bool) -> str:
+    connection = connections[router.db_for_write(model)]
+    cols = ", ".join(_q(connection, _column(model, c)) for c in columns)
+    table, where = _q(connection, model._meta.db_table), _q(connection, _column(model, key))
+    sql = f"SELECT {cols} FROM {table} WHERE {where} = %s"
+    return sql + (" FOR UPDATE" if for_update else "")
+
+
+@functools.cache
+def _update_sql(vendor: str, model: type[Model], columns: tuple[str, ...]) -> str:
+    connection = connections[router.db_for_write(model)]
+    sets = ", ".join(f"{_q(connection, _column(model, c))} = %s" for c in columns)
+    return f"UPDATE {_q(connection, model._meta.db_table)} SET {sets} WHERE {_q(connection, 'id')} = %s"
+
+
+@functools.cache
+def _insert_sql(vendor: str, model: type[Model], columns: tuple[str, ...]) -> str:
+    connection = connections[router.db_for_write(model)]
+    cols = ", ".join(_q(connection, _column(model, c)) for c in columns)
+    marks = ", ".join(["%s"] * len(columns))
+    return f"INSERT INTO {_q(connection, model._meta.db_table)} ({cols}) VALUES ({marks})"
+
+
+def select_for_update(model: type[Model], key: str, value: Any, columns: tuple[str, ...]) -> tuple | None:
+    """`columns` of the row whose `key` is `value`, locked until the transaction ends.
+
+    On SQLite the transaction itself holds the write lock (it starts IMMEDIATE)."""
+    connection = connections[router.db_for_write(model)]
+    for_update = connection.features.has_select_for_update
+    sql = _select_sql(connection.vendor, model, key, columns, for_update)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [value])
+        return cursor.fetchone()
+
+
+def update(model: type[Model], pk: int, values: dict[str, Any]) -> None:
+    """UPDATE one row by primary key (no signals, as `QuerySet.update`)."""
+    connection = connections[router.db_for_write(model)]
+    columns = tuple(values)
+    sql = _update_sql(connection.vendor, model, columns)
+    params = [model._meta.get_field(c).get_db_prep_save(v, connection) for c, v in values.items()]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, pk])
+
+
+def _event_params(connection: BaseDatabaseWrapper, row: dict[str, Any]) -> list[Any]:
+    return [Event._meta.get_field(c).get_db_prep_save(row[c], connection) for c in EVENT_COLUMNS]
+
+
+def insert_events(rows: list[dict[str, Any]]) -> None:
+    """INSERT audit events (dicts with every column of `EVENT_COLUMNS`) in one statement each,
+    `at` as given (the moment of the change, not of the insert)."""
+    if not rows:
+        return
+    connection = connections[router.db_for_write(Event)]
+    sql = _insert_sql(connection.vendor, Event, EVENT_COLUMNS)
+    with connection.cursor() as cursor:
+        if len(rows) == 1:
+            cursor.execute(sql, _event_params(connection, rows[0]))
+        else:
+            cursor.executemany(sql, [_event_params(connection, row) for row in rows])
+
+
+def event_row(
+    *, at: datetime, actor: str, interface: str, action: str, target: str, before: Any, after: Any
+) -> dict[str, Any]:
+    return {
+        "at": at,
+        "actor": actor[:150],
+        "interface": interface,
+        "action": action,
+        "target": target,
+        "before": before,
+        "after": after,
+    }
