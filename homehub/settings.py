@@ -210,6 +210,10 @@ LOGGING = {
 # --- MCP --------------------------------------------------------------------------------
 MCP_MAX_MESSAGE_BYTES = int(os.environ.get("MCP_MAX_MESSAGE_BYTES", 4 * 1024 * 1024))
 MCP_SESSION_IDLE_SECONDS = int(os.environ.get("MCP_SESSION_IDLE_SECONDS", 3600))
+# How long a process trusts a verified token or a looked-up HTTP session without asking the
+# database again: the bound on how long a token revoked or a session ended through another
+# process keeps working here (0: ask every time).
+MCP_AUTH_CACHE_SECONDS = float(os.environ.get("MCP_AUTH_CACHE_SECONDS", 2))
 # Origins allowed to call /mcp and /ws/mcp/ besides the hub's own hosts (comma-separated).
 MCP_ALLOWED_ORIGINS = env_list("MCP_ALLOWED_ORIGINS", "")
 # Answer POSTed requests with plain JSON instead of a one-event SSE stream.

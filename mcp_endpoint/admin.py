@@ -3,7 +3,7 @@ from django.contrib import admin, messages
 
 from mcp_endpoint.models import AccessToken
 from mcp_endpoint.registry import SCOPES
-from mcp_endpoint.tokens import create_token
+from mcp_endpoint.tokens import create_token, forget, revoke_all
 
 
 class AccessTokenForm(forms.ModelForm):
@@ -41,6 +41,7 @@ class AccessTokenAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         if change:
             super().save_model(request, obj, form, change)
+            forget([obj.key_id])  # a revocation or expiry set here applies at once
             return
         token, secret = create_token(
             obj.name, form.cleaned_data["scopes"], owner=obj.owner, expires_at=obj.expires_at
@@ -55,5 +56,5 @@ class AccessTokenAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke selected tokens")
     def revoke(self, request, queryset):
-        count = queryset.update(revoked=True)
+        count = revoke_all(queryset)
         self.message_user(request, f"{count} token(s) revoked.", messages.SUCCESS)

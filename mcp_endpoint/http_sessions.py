@@ -1,10 +1,19 @@
-"""Streamable HTTP sessions, kept in the database so that any hub process can serve them."""
+"""Streamable HTTP sessions, kept in the database so that any hub process can serve them.
+
+Each process also remembers the sessions it looked up or saved for
+`MCP_AUTH_CACHE_SECONDS`, so that a session's requests do not each read its row. A session
+ended (DELETE) through this process is forgotten at once; one ended through another process
+is refused here within `MCP_AUTH_CACHE_SECONDS`. State saved here (after `logging/setLevel`,
+`resources/subscribe`...) is what this process serves next; a change saved by another
+process is seen here within the same bound (the GET stream reads subscriptions afresh).
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import secrets
-from datetime import timedelta
+import time
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.utils import timezone
@@ -15,37 +24,97 @@ from mcp_endpoint.session import SessionState
 TOUCH_RESOLUTION = timedelta(seconds=30)
 
 
+@dataclasses.dataclass
+class _Known:
+    token_id: int
+    state: SessionState
+    last_active: datetime
+    read_at: float  # time.monotonic()
+
+
+_known: dict[str, _Known] = {}
+
+
 def new_session_id() -> str:
     """Cryptographically random, visible ASCII only (as the transport requires)."""
     return secrets.token_urlsafe(32)
 
 
+def _copy(state: SessionState) -> SessionState:
+    return dataclasses.replace(
+        state,
+        client_info=dict(state.client_info),
+        client_capabilities=dict(state.client_capabilities),
+        subscriptions=list(state.subscriptions),
+    )
+
+
+def _remember(session_id: str, token_id: int, state: SessionState, last_active: datetime) -> None:
+    if settings.MCP_AUTH_CACHE_SECONDS > 0:
+        _known[session_id] = _Known(token_id, _copy(state), last_active, time.monotonic())
+
+
 def create(token: AccessToken, state: SessionState) -> str:
     session_id = new_session_id()
-    McpSession.objects.create(session_id=session_id, token=token, state=dataclasses.asdict(state))
+    row = McpSession.objects.create(session_id=session_id, token=token, state=dataclasses.asdict(state))
+    _remember(session_id, token.pk, state, row.last_active)
     return session_id
+
+
+def remembered(session_id: str, token: AccessToken) -> SessionState | bool | None:
+    """The session's state as this process last saw it; None when that settles it is not
+    this token's; False when the database must be asked (unknown here, read too long ago,
+    or due to be marked active)."""
+    known = _known.get(session_id)
+    if known is None or time.monotonic() - known.read_at > settings.MCP_AUTH_CACHE_SECONDS:
+        return False
+    if known.token_id != token.pk:
+        return None  # a session belongs to the token that created it, for good
+    if timezone.now() - known.last_active > TOUCH_RESOLUTION:
+        return False
+    return _copy(known.state)
 
 
 def load(session_id: str, token: AccessToken) -> SessionState | None:
     """The live session's state, or None when unknown, ended, expired or not this token's."""
     row = McpSession.objects.filter(session_id=session_id, token=token, ended=False).first()
     if row is None:
+        _known.pop(session_id, None)
         return None
     now = timezone.now()
     if now - row.last_active > timedelta(seconds=settings.MCP_SESSION_IDLE_SECONDS):
         McpSession.objects.filter(pk=row.pk).update(ended=True)
+        _known.pop(session_id, None)
         return None
     if now - row.last_active > TOUCH_RESOLUTION:
         McpSession.objects.filter(pk=row.pk).update(last_active=now)
+        row.last_active = now
     known = {f.name for f in dataclasses.fields(SessionState)}
-    return SessionState(**{k: v for k, v in row.state.items() if k in known})
+    state = SessionState(**{k: v for k, v in row.state.items() if k in known})
+    _remember(session_id, token.pk, state, row.last_active)
+    return state
 
 
 def save(session_id: str, state: SessionState) -> None:
-    McpSession.objects.filter(session_id=session_id).update(
-        state=dataclasses.asdict(state), last_active=timezone.now()
-    )
+    now = timezone.now()
+    McpSession.objects.filter(session_id=session_id).update(state=dataclasses.asdict(state), last_active=now)
+    known = _known.get(session_id)
+    if known is not None:  # still trusted only as long as the row read last said so
+        known.state, known.last_active = _copy(state), now
 
 
 def end(session_id: str, token: AccessToken) -> bool:
+    _known.pop(session_id, None)
     return bool(McpSession.objects.filter(session_id=session_id, token=token, ended=False).update(ended=True))
+
+
+def fingerprint(state: SessionState) -> tuple:
+    """What a request may change in a session's state, cheaply comparable (no deep copy)."""
+    return (
+        state.initialized,
+        state.protocol_version,
+        state.log_level,
+        tuple(state.subscriptions),
+        dict(state.client_info),
+        dict(state.client_capabilities),
+    )

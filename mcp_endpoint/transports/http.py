@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import dataclasses
 import logging
 import secrets
 from typing import Any
@@ -238,10 +237,10 @@ class StreamableHttpApp:
         if found is None:
             return
         session_id, state = found
-        before = dataclasses.asdict(state)
+        before = http_sessions.fingerprint(state)
         session = ServerSession(caller, _discard, state=state)
         await self._answer(send, session, message, [("mcp-session-id", session_id)])
-        if dataclasses.asdict(session.state) != before:
+        if http_sessions.fingerprint(session.state) != before:
             await asave_session(session_id, session.state)
 
     @staticmethod
@@ -411,7 +410,9 @@ class StreamableHttpApp:
             error = _error_body(jsonrpc.INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
             await respond_json(send, 400, error)
             return None
-        state = await aload_session(session_id, token)
+        state = http_sessions.remembered(session_id, token)
+        if state is False:
+            state = await aload_session(session_id, token)
         if state is None:
             error = _error_body(
                 jsonrpc.INVALID_REQUEST, "Session not found: it ended or expired; initialize again"
