@@ -1,23 +1,123 @@
-"""Audit of MCP tool calls made with an access token (HTTP, WebSocket)."""
+"""Audit of MCP tool calls made with an access token (HTTP, WebSocket, gateway calls).
+
+Every such call gets a `tool.call` event, reads included. Writing each one as it happens
+cost a hop to the database thread and a commit per call, more than a read itself, so the
+rows are kept in memory and written together, in one transaction, `FLUSH_SECONDS` after
+the first of them (or at once when `FLUSH_ROWS` wait), each with the moment of its call.
+What is still waiting when the process ends is written on the way out (`atexit`), so a
+clean stop (SIGTERM, SIGINT, end of input) loses nothing; a process killed outright loses
+at most the last `FLUSH_SECONDS`.
+
+This is the call log only. A change to the home is audited by the service that makes it,
+in the same transaction as the change (`devices.services`), never through this buffer.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import json
+import logging
+import threading
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.db import transaction
+from django.utils import timezone
 
-from devices.services import record_event
+from devices import statements
 from mcp_endpoint.registry import Caller, ToolResult
 
-MAX_ARGUMENTS_CHARS = 2000
+logger = logging.getLogger(__name__)
 
-arecord_event = sync_to_async(record_event)
+MAX_ARGUMENTS_CHARS = 2000
+FLUSH_SECONDS = 0.2
+FLUSH_ROWS = 500
 
 
 def _bounded(arguments: Any) -> Any:
     text = json.dumps(arguments, ensure_ascii=False, default=str)
     return arguments if len(text) <= MAX_ARGUMENTS_CHARS else {"truncated": text[:MAX_ARGUMENTS_CHARS]}
+
+
+class AuditBuffer:
+    """Rows waiting to be written; any thread may add, whoever flushes writes them all."""
+
+    def __init__(self) -> None:
+        self._rows: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._scheduled: set[asyncio.AbstractEventLoop] = set()
+        self._tasks: set[asyncio.Task] = set()
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def add(self, row: dict[str, Any]) -> None:
+        """Keep `row`; from an event loop, a flush follows within FLUSH_SECONDS."""
+        with self._lock:
+            self._rows.append(row)
+            waiting = len(self._rows)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop (sync callers): the next flush or the exit writes it
+        if waiting >= FLUSH_ROWS:
+            self._start_flush(loop)
+        elif loop not in self._scheduled:
+            self._scheduled.add(loop)
+            loop.call_later(FLUSH_SECONDS, self._flush_later, loop)
+
+    def _flush_later(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._scheduled.discard(loop)
+        self._start_flush(loop)
+
+    def _start_flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        task = loop.create_task(self._aflush())
+        self._tasks.add(task)  # a task nobody holds may be collected before it runs
+        task.add_done_callback(self._tasks.discard)
+
+    async def _aflush(self) -> None:
+        try:
+            await sync_to_async(self.flush)()
+        except Exception:  # kept for the next flush; a broken database must not break calls
+            logger.exception("could not write %d audit rows; will retry", len(self))
+
+    def discard(self) -> None:
+        """Drop the waiting rows (tests: rows of a rolled-back test must not land in the next)."""
+        with self._lock:
+            self._rows.clear()
+
+    def flush(self) -> int:
+        """Write every waiting row in one transaction (Django's sync thread); how many."""
+        with self._lock:
+            rows, self._rows = self._rows, []
+        if not rows:
+            return 0
+        try:
+            with transaction.atomic():
+                statements.insert_events(rows)
+        except Exception:
+            with self._lock:
+                self._rows[:0] = rows
+            raise
+        return len(rows)
+
+
+buffer = AuditBuffer()
+
+
+def flush() -> int:
+    """Write the waiting audit rows now (tests, shutdown)."""
+    return buffer.flush()
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    if len(buffer):
+        try:
+            buffer.flush()
+        except Exception:
+            logger.exception("audit rows lost at exit: %d", len(buffer))
 
 
 async def audit_tool_call(
@@ -26,11 +126,14 @@ async def audit_tool_call(
     outcome: dict[str, Any] = {"ok": not result.is_error, "ms": round(seconds * 1000, 1)}
     if result.is_error:
         outcome["error"] = (result.text or "")[:500]
-    await arecord_event(
-        actor=caller.actor,
-        interface=caller.interface,
-        action="tool.call",
-        target=f"tool:{tool}",
-        before=_bounded(arguments),
-        after=outcome,
+    buffer.add(
+        statements.event_row(
+            at=timezone.now(),
+            actor=caller.actor,
+            interface=caller.interface,
+            action="tool.call",
+            target=f"tool:{tool}",
+            before=_bounded(arguments),
+            after=outcome,
+        )
     )

@@ -3,6 +3,15 @@ import pytest
 from devices.services import seed_home
 
 
+@pytest.fixture(autouse=True)
+def _no_audit_rows_left_over():
+    """Tool-call audit rows are written in batches: none may outlive its test."""
+    yield
+    from devices.audit import buffer
+
+    buffer.discard()
+
+
 @pytest.fixture
 def home(db):
     """Seed 000's home, freshly created for the test."""
@@ -46,8 +55,14 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def daphne_server(live_env):
+def daphne_server(daphne_process):
     """A real daphne serving the hub on a free loopback port, over the test database."""
+    return daphne_process[0]
+
+
+@pytest.fixture
+def daphne_process(live_env):
+    """`daphne_server`'s base URL and process, for tests that stop it themselves."""
     import subprocess
     import sys
     import time
@@ -75,7 +90,7 @@ def daphne_server(live_env):
                 proc.kill()
                 raise RuntimeError("daphne did not start: " + proc.stderr.read().decode()[-2000:]) from None
             time.sleep(0.1)
-    yield base
+    yield base, proc
     proc.terminate()
     try:
         proc.wait(10)

@@ -229,9 +229,23 @@ def test_every_token_call_is_audited_and_rate_limited(daphne_server, make_token,
     session = post(daphne_server, INIT, token).headers["mcp-session-id"]
     post(daphne_server, call("get_alarm_status", {}), token, session)
     post(daphne_server, call("get_alarm_status", {"bogus": 1}, 3), token, session)
-    events = list(Event.objects.filter(actor="auditor", action="tool.call").order_by("id"))
+    audited = Event.objects.filter(actor="auditor", action="tool.call")
+    deadline = time.monotonic() + 5  # written in batches, within a fraction of a second
+    while audited.count() < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    events = list(audited.order_by("id"))
     assert [(e.interface, e.target, e.after["ok"]) for e in events] == [
         ("mcp-http", "tool:get_alarm_status", True),
         ("mcp-http", "tool:get_alarm_status", False),
     ]
     assert events[1].before == {"bogus": 1}
+
+
+def test_audit_rows_waiting_at_a_clean_stop_are_written(daphne_process, make_token):
+    base, proc = daphne_process
+    token = make_token(scopes=["read"], name="last-words")
+    session = post(base, INIT, token).headers["mcp-session-id"]
+    post(base, call("get_alarm_status", {}), token, session)
+    proc.terminate()  # SIGTERM at once, before the batch's timer fires
+    proc.wait(10)
+    assert Event.objects.filter(actor="last-words", action="tool.call").count() == 1
