@@ -102,3 +102,37 @@ def test_query_token_and_refusals(daphne_server, make_token):
     assert refused["error"]["code"] == -32001
     assert binary_close == 4003  # 1003's twin: daphne may not send 1003 itself
     assert refusals == ["refused", "refused", "refused"]
+
+
+def test_a_token_revoked_while_the_socket_is_open_stops_working(daphne_server, make_token):
+    from django.conf import settings
+
+    from mcp_endpoint.models import AccessToken
+
+    token = make_token(name="ws-revoked")
+    ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+
+    async def scenario():
+        headers = {"Authorization": f"Bearer {token}"}
+        async with connect(ws_url(daphne_server), additional_headers=headers, subprotocols=["mcp"]) as ws:
+            init = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25"},
+            }
+            assert "result" in await rpc(ws, init)
+            assert await rpc(ws, ping) == {"jsonrpc": "2.0", "id": 2, "result": {}}
+            # Revoked by another process than daphne's: refused within MCP_AUTH_CACHE_SECONDS.
+            await asyncio.to_thread(
+                lambda: AccessToken.objects.filter(name="ws-revoked").update(revoked=True)
+            )
+            loop = asyncio.get_running_loop()
+            revoked_at = loop.time()
+            with pytest.raises(ConnectionClosed) as closed:
+                while loop.time() - revoked_at < settings.MCP_AUTH_CACHE_SECONDS + 1:
+                    await rpc(ws, ping)
+                    await asyncio.sleep(0.1)
+            return closed.value.rcvd.code
+
+    assert async_to_sync(scenario)() == 4401

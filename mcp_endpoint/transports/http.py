@@ -21,6 +21,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 
 from mcp_endpoint import http_sessions, jsonrpc
+from mcp_endpoint.db_upkeep import tidy_connections
 from mcp_endpoint.jsonrpc import JsonRpcError
 from mcp_endpoint.registry import Caller
 from mcp_endpoint.session import (
@@ -142,6 +143,7 @@ class StreamableHttpApp:
                 [("allow", "GET, POST, DELETE")],
             )
             return
+        await tidy_connections()
         token = await aauthenticate(bearer_token(request.headers.get("authorization")))
         if token is None:
             await self._unauthorized(request, send)

@@ -7,10 +7,12 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qs
 
+from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from mcp_endpoint import jsonrpc
+from mcp_endpoint.db_upkeep import tidy_connections
 from mcp_endpoint.session import ServerSession
 from mcp_endpoint.tokens import aauthenticate, bearer_token, caller_for
 from mcp_endpoint.transports.asgi_http import Request, origin_allowed
@@ -25,6 +27,7 @@ CLOSE_POLICY_VIOLATION = 4401  # application range: unauthorized
 
 class McpWebSocketConsumer(AsyncWebsocketConsumer):
     session: ServerSession | None = None
+    _token: str | None = None
 
     async def connect(self) -> None:
         request = Request.from_scope(self.scope)
@@ -38,12 +41,23 @@ class McpWebSocketConsumer(AsyncWebsocketConsumer):
         if token is None:
             await self.close(code=CLOSE_POLICY_VIOLATION)
             return
+        self._token = raw
         caller = caller_for(token, INTERFACE)
         self.session = ServerSession(caller, self._send_message)
         offered = self.scope.get("subprotocols") or []
         await self.accept(subprotocol=SUBPROTOCOL if SUBPROTOCOL in offered else None)
         for group in self.session.resources.change_groups:
             await self.channel_layer.group_add(group, self.channel_name)
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        """As Channels dispatches, without its hop to close old connections per message
+        (`tidy_connections` does it at most once a second, and broadcasts need no database)."""
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        if message["type"] != "home.event":
+            await tidy_connections()
+        await handler(message)
 
     async def home_event(self, message: dict[str, Any]) -> None:
         """A change broadcast by the home's services (channel-layer type `home.event`)."""
@@ -58,6 +72,11 @@ class McpWebSocketConsumer(AsyncWebsocketConsumer):
             return
         if text_data is None:
             await self.close(code=CLOSE_UNSUPPORTED_DATA)  # binary frames are not MCP
+            return
+        # The token is checked on every frame (a remembered verdict, see `tokens`): one
+        # revoked or expired while the socket is open stops working within the same bound.
+        if await aauthenticate(self._token) is None:
+            await self.close(code=CLOSE_POLICY_VIOLATION)
             return
         if len(text_data) > settings.MCP_MAX_MESSAGE_BYTES:
             limit = settings.MCP_MAX_MESSAGE_BYTES
