@@ -63,6 +63,16 @@ def daphne_server(daphne_process):
 @pytest.fixture
 def daphne_process(live_env):
     """`daphne_server`'s base URL and process, for tests that stop it themselves."""
+    yield from _daphne(live_env)
+
+
+@pytest.fixture
+def second_daphne(live_env):
+    """Another daphne process over the same database (its own memory, its own caches)."""
+    yield from _daphne(live_env)
+
+
+def _daphne(env):
     import subprocess
     import sys
     import time
@@ -75,7 +85,7 @@ def daphne_process(live_env):
     proc = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "homehub.asgi:application"],
         cwd=root,
-        env=live_env,
+        env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )

@@ -249,3 +249,43 @@ def test_audit_rows_waiting_at_a_clean_stop_are_written(daphne_process, make_tok
     proc.terminate()  # SIGTERM at once, before the batch's timer fires
     proc.wait(10)
     assert Event.objects.filter(actor="last-words", action="tool.call").count() == 1
+
+
+def result_of(response) -> dict:
+    return sse_messages(response.text)[-1]["result"]
+
+
+def test_two_processes_never_serve_a_stale_home(daphne_server, second_daphne, make_token):
+    """A change made through one hub process is what the other answers next, at once."""
+    a, b = daphne_server, second_daphne[0]
+    token = make_token()
+    session_a = post(a, INIT, token).headers["mcp-session-id"]
+    session_b = post(b, INIT, token).headers["mcp-session-id"]
+    for on in (True, False, True):
+        assert result_of(post(b, call("get_all_states", {}), token, session_b))["structuredContent"]
+        post(a, call("set_light_state", {"name": "cocina", "on": on}), token, session_a)
+        states = result_of(post(b, call("get_all_states", {}), token, session_b))["structuredContent"]
+        assert states["lights"]["cocina"] is on
+        lights_on = result_of(post(b, call("list_lights_on", {}), token, session_b))["structuredContent"]
+        assert ("cocina" in lights_on["on"]) is on
+
+
+def test_a_session_ended_through_another_process_ends_within_the_bound(
+    daphne_server, second_daphne, make_token
+):
+    a, b = daphne_server, second_daphne[0]
+    token = make_token()
+    session = post(a, INIT, token).headers["mcp-session-id"]
+    assert post(b, call("get_alarm_status", {}), token, session).status_code == 200  # b knows it now
+    assert post(a, call("get_alarm_status", {}), token, session).status_code == 200
+    ended_at = time.monotonic()
+    assert (
+        httpx.delete(
+            a + "/mcp", headers={"authorization": f"Bearer {token}", "mcp-session-id": session}
+        ).status_code
+        == 204
+    )
+    assert post(a, call("get_alarm_status", {}), token, session).status_code == 404  # at once where it ended
+    while post(b, call("get_alarm_status", {}), token, session).status_code != 404:
+        assert time.monotonic() - ended_at < settings.MCP_AUTH_CACHE_SECONDS + 1, "ended session served on"
+        time.sleep(0.1)
