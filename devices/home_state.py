@@ -44,7 +44,7 @@ class _Snapshot:
 _snapshot: _Snapshot | None = None
 
 
-def _sqlite_path(alias: str) -> str | None:
+def sqlite_path(alias: str) -> str | None:
     """The database file when `alias` is a file-backed SQLite database, else None."""
     db = connections.settings[alias]
     name = str(db.get("NAME") or "")
@@ -61,7 +61,7 @@ def data_version() -> int | None:
     connections cannot be compared, and any thread (event loops come and go) may ask.
     """
     global _watch
-    path = _sqlite_path(router.db_for_read(Light))
+    path = sqlite_path(router.db_for_read(Light))
     if path is None:
         return None
     with _watch_lock:

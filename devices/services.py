@@ -3,22 +3,60 @@
 Each write is one transaction that locks and updates the row and writes an `Event` (who,
 through which interface, before and after); once committed, the change is broadcast to the
 channel layer's home group. The hot writes run their SQL directly (`devices.statements`).
-Async callers use the `a*` variants, which run the same function in Django's sync thread
-so the event loop is never blocked.
+Async callers use the `a*` variants: the same statements, run on the event loop when SQLite
+grants its write lock at once (`devices.loop_writes`), else in Django's sync thread, so the
+event loop never waits for the database.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from sqlite3 import Cursor
 from typing import Any
 
 from django.db import transaction
 from django.db.models import Model
 from django.utils import timezone
 
-from devices import statements
-from devices.broadcast import broadcast_on_commit, deferred
+from devices import loop_writes, statements
+from devices.broadcast import asend_home_event, broadcast_on_commit, deferred
 from devices.errors import LightNotFound, PersonNotFound
 from devices.models import Alarm, Event, Light, Person
+
+
+def _audit(
+    *,
+    actor: str,
+    interface: str,
+    action: str,
+    target: str,
+    before: Any,
+    after: Any,
+    broadcast: dict[str, Any] | None,
+    raw: Cursor | None = None,
+) -> dict[str, Any] | None:
+    """Insert one audit event in the current transaction; returns the broadcast to send
+    once it commits (None without `broadcast`)."""
+    row = statements.event_row(
+        at=timezone.now(),
+        actor=actor,
+        interface=interface,
+        action=action,
+        target=target,
+        before=before,
+        after=after,
+    )
+    statements.insert_events([row], raw)
+    if broadcast is None:
+        return None
+    return {
+        "action": action,
+        "target": target,
+        "actor": row["actor"],
+        "interface": interface,
+        "at": row["at"].isoformat(),
+        **broadcast,
+    }
 
 
 def record_event(
@@ -30,39 +68,38 @@ def record_event(
     before: Any = None,
     after: Any = None,
     broadcast: dict[str, Any] | None = None,
-) -> Event:
+) -> None:
     """Write one audit event (in the caller's transaction, if any); with `broadcast`, also
-    announce the change after commit. Returns the event as written (without its id)."""
-    row = statements.event_row(
-        at=timezone.now(),
+    announce the change after commit."""
+    event = _audit(
         actor=actor,
         interface=interface,
         action=action,
         target=target,
         before=before,
         after=after,
+        broadcast=broadcast,
     )
-    statements.insert_events([row])
-    if broadcast is not None:
-        broadcast_on_commit(
-            {
-                "action": action,
-                "target": target,
-                "actor": row["actor"],
-                "interface": interface,
-                "at": row["at"].isoformat(),
-                **broadcast,
-            }
-        )
-    return Event(**row)
+    if event is not None:
+        broadcast_on_commit(event)
 
 
-def _set_flag(model: type[Model], name: str, field: str, value: bool) -> tuple[int, bool, tuple] | None:
+# --- the home's writes ----------------------------------------------------------------------
+# Each `_change_*` runs the statements of one write inside a transaction opened by its caller
+# (Django's `atomic()` in the sync service, or `loop_writes`) and returns the written object
+# and the broadcast to send once committed.
+
+Change = tuple[Any, dict[str, Any]]
+
+
+def _set_flag(
+    model: type[Model], name: str, field: str, value: bool, raw: Cursor | None
+) -> tuple[int, bool, tuple] | None:
     """Lock the row named `name`, set its `field`; (id, value before, other columns) or None."""
-    row = statements.select_for_update(model, "name", name, ("id", field, *_SHOWN[model]))
+    row = statements.select_for_update(model, "name", name, ("id", field, *_SHOWN[model]), raw)
     if row is None:
         return None
-    statements.update(model, row[0], {field: value, "updated_at": timezone.now()})
+    statements.update(model, row[0], {field: value, "updated_at": timezone.now()}, raw)
     return row[0], bool(row[1]), row[2:]
 
 
@@ -70,67 +107,108 @@ def _set_flag(model: type[Model], name: str, field: str, value: bool) -> tuple[i
 _SHOWN: dict[type[Model], tuple[str, ...]] = {Light: ("label", "room"), Person: ()}
 
 
-def set_light_state(name: str, on: bool, *, actor: str, interface: str) -> Light:
-    on = bool(on)
+def _change_light(name: str, on: bool, *, actor: str, interface: str, raw: Cursor | None = None) -> Change:
+    found = _set_flag(Light, name, "on", on, raw)
+    if found is None:
+        raise LightNotFound(name)
+    pk, before, (label, room) = found
+    event = _audit(
+        actor=actor,
+        interface=interface,
+        action="light.set",
+        target=f"light:{name}",
+        before={"on": before},
+        after={"on": on},
+        broadcast={"kind": "light", "name": name, "on": on},
+        raw=raw,
+    )
+    return Light(id=pk, name=name, label=label, room=room, on=on), event
+
+
+def _change_alarm(armed: bool, *, actor: str, interface: str, raw: Cursor | None = None) -> Change:
+    row = statements.select_for_update(Alarm, "id", Alarm.SINGLETON_PK, ("armed",), raw)
+    if row is None:  # first use: create the row the ORM way
+        if raw is not None:
+            raise loop_writes.Unsupported("the alarm row does not exist yet")
+        alarm, _ = Alarm.objects.select_for_update().get_or_create(pk=Alarm.SINGLETON_PK)
+        row = (alarm.armed,)
+    statements.update(Alarm, Alarm.SINGLETON_PK, {"armed": armed, "updated_at": timezone.now()}, raw)
+    event = _audit(
+        actor=actor,
+        interface=interface,
+        action="alarm.set",
+        target="alarm",
+        before={"armed": bool(row[0])},
+        after={"armed": armed},
+        broadcast={"kind": "alarm", "armed": armed},
+        raw=raw,
+    )
+    return Alarm(id=Alarm.SINGLETON_PK, armed=armed), event
+
+
+def _change_person(
+    name: str, present: bool, *, actor: str, interface: str, raw: Cursor | None = None
+) -> Change:
+    found = _set_flag(Person, name, "present", present, raw)
+    if found is None:
+        raise PersonNotFound(name)
+    pk, before, _ = found
+    event = _audit(
+        actor=actor,
+        interface=interface,
+        action="person.set",
+        target=f"person:{name}",
+        before={"present": before},
+        after={"present": present},
+        broadcast={"kind": "person", "name": name, "present": present},
+        raw=raw,
+    )
+    return Person(id=pk, name=name, present=present), event
+
+
+def _write(change: Callable[..., Change], *args: Any, actor: str, interface: str) -> Any:
     with transaction.atomic():
-        found = _set_flag(Light, name, "on", on)
-        if found is None:
-            raise LightNotFound(name)
-        pk, before, (label, room) = found
-        record_event(
-            actor=actor,
-            interface=interface,
-            action="light.set",
-            target=f"light:{name}",
-            before={"on": before},
-            after={"on": on},
-            broadcast={"kind": "light", "name": name, "on": on},
-        )
-    return Light(id=pk, name=name, label=label, room=room, on=on)
+        written, event = change(*args, actor=actor, interface=interface)
+        broadcast_on_commit(event)
+    return written
+
+
+def set_light_state(name: str, on: bool, *, actor: str, interface: str) -> Light:
+    return _write(_change_light, name, bool(on), actor=actor, interface=interface)
 
 
 def set_alarm_state(armed: bool, *, actor: str, interface: str) -> Alarm:
-    armed = bool(armed)
-    with transaction.atomic():
-        row = statements.select_for_update(Alarm, "id", Alarm.SINGLETON_PK, ("armed",))
-        if row is None:  # first use: create the row the ORM way
-            alarm, _ = Alarm.objects.select_for_update().get_or_create(pk=Alarm.SINGLETON_PK)
-            row = (alarm.armed,)
-        statements.update(Alarm, Alarm.SINGLETON_PK, {"armed": armed, "updated_at": timezone.now()})
-        record_event(
-            actor=actor,
-            interface=interface,
-            action="alarm.set",
-            target="alarm",
-            before={"armed": bool(row[0])},
-            after={"armed": armed},
-            broadcast={"kind": "alarm", "armed": armed},
-        )
-    return Alarm(id=Alarm.SINGLETON_PK, armed=armed)
+    return _write(_change_alarm, bool(armed), actor=actor, interface=interface)
 
 
 def set_person_presence(name: str, present: bool, *, actor: str, interface: str) -> Person:
-    present = bool(present)
-    with transaction.atomic():
-        found = _set_flag(Person, name, "present", present)
-        if found is None:
-            raise PersonNotFound(name)
-        pk, before, _ = found
-        record_event(
-            actor=actor,
-            interface=interface,
-            action="person.set",
-            target=f"person:{name}",
-            before={"present": before},
-            after={"present": present},
-            broadcast={"kind": "person", "name": name, "present": present},
-        )
-    return Person(id=pk, name=name, present=present)
+    return _write(_change_person, name, bool(present), actor=actor, interface=interface)
 
 
-aset_light_state = deferred(set_light_state)
-aset_alarm_state = deferred(set_alarm_state)
-aset_person_presence = deferred(set_person_presence)
+_awrite_in_db_thread = deferred(_write)
+
+
+async def _awrite(change: Callable[..., Change], *args: Any, actor: str, interface: str) -> Any:
+    """The async twin of `_write`: on the loop when SQLite lets it (`loop_writes`), else in
+    Django's database thread; either way the broadcast is sent from the loop after commit."""
+    done = loop_writes.try_write(change, *args, actor=actor, interface=interface)
+    if done is loop_writes.UNAVAILABLE:
+        return await _awrite_in_db_thread(change, *args, actor=actor, interface=interface)
+    written, event = done  # type: ignore[misc]
+    await asend_home_event(event)
+    return written
+
+
+async def aset_light_state(name: str, on: bool, *, actor: str, interface: str) -> Light:
+    return await _awrite(_change_light, name, bool(on), actor=actor, interface=interface)
+
+
+async def aset_alarm_state(armed: bool, *, actor: str, interface: str) -> Alarm:
+    return await _awrite(_change_alarm, bool(armed), actor=actor, interface=interface)
+
+
+async def aset_person_presence(name: str, present: bool, *, actor: str, interface: str) -> Person:
+    return await _awrite(_change_person, name, bool(present), actor=actor, interface=interface)
 
 
 def seed_home(*, reset: bool = False) -> dict[str, int]:

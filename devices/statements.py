@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 from datetime import datetime
+from sqlite3 import Cursor
 from typing import Any
 
 from django.db import connections, router
@@ -54,44 +55,60 @@ def _insert_sql(vendor: str, model: type[Model], columns: tuple[str, ...]) -> st
     return f"INSERT INTO {_q(connection, model._meta.db_table)} ({cols}) VALUES ({marks})"
 
 
-def select_for_update(model: type[Model], key: str, value: Any, columns: tuple[str, ...]) -> tuple | None:
+@functools.cache
+def _qmark(sql: str) -> str:
+    """The SQL with sqlite3's own placeholders (what Django's SQLite backend does per call)."""
+    return sql.replace("%s", "?")
+
+
+def _execute(model: type[Model], sql: str, params: list[Any], raw: Cursor | None, *, fetch: bool = False):
+    """Run one statement through Django's connection, or through `raw`, a sqlite3 cursor
+    inside a transaction opened by `devices.loop_writes`."""
+    if raw is not None:
+        raw.execute(_qmark(sql), params)
+        return raw.fetchone() if fetch else None
+    with connections[router.db_for_write(model)].cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone() if fetch else None
+
+
+def select_for_update(
+    model: type[Model], key: str, value: Any, columns: tuple[str, ...], raw: Cursor | None = None
+) -> tuple | None:
     """`columns` of the row whose `key` is `value`, locked until the transaction ends.
 
     On SQLite the transaction itself holds the write lock (it starts IMMEDIATE)."""
     connection = connections[router.db_for_write(model)]
-    for_update = connection.features.has_select_for_update
+    for_update = raw is None and connection.features.has_select_for_update
     sql = _select_sql(connection.vendor, model, key, columns, for_update)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [value])
-        return cursor.fetchone()
+    return _execute(model, sql, [value], raw, fetch=True)
 
 
-def update(model: type[Model], pk: int, values: dict[str, Any]) -> None:
+def update(model: type[Model], pk: int, values: dict[str, Any], raw: Cursor | None = None) -> None:
     """UPDATE one row by primary key (no signals, as `QuerySet.update`)."""
     connection = connections[router.db_for_write(model)]
-    columns = tuple(values)
-    sql = _update_sql(connection.vendor, model, columns)
+    sql = _update_sql(connection.vendor, model, tuple(values))
     params = [model._meta.get_field(c).get_db_prep_save(v, connection) for c, v in values.items()]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, pk])
+    _execute(model, sql, [*params, pk], raw)
 
 
 def _event_params(connection: BaseDatabaseWrapper, row: dict[str, Any]) -> list[Any]:
     return [Event._meta.get_field(c).get_db_prep_save(row[c], connection) for c in EVENT_COLUMNS]
 
 
-def insert_events(rows: list[dict[str, Any]]) -> None:
-    """INSERT audit events (dicts with every column of `EVENT_COLUMNS`) in one statement each,
-    `at` as given (the moment of the change, not of the insert)."""
+def insert_events(rows: list[dict[str, Any]], raw: Cursor | None = None) -> None:
+    """INSERT audit events (dicts with every column of `EVENT_COLUMNS`), `at` as given (the
+    moment of the change, not of the insert)."""
     if not rows:
         return
     connection = connections[router.db_for_write(Event)]
     sql = _insert_sql(connection.vendor, Event, EVENT_COLUMNS)
+    if raw is not None or len(rows) == 1:
+        for row in rows:
+            _execute(Event, sql, _event_params(connection, row), raw)
+        return
     with connection.cursor() as cursor:
-        if len(rows) == 1:
-            cursor.execute(sql, _event_params(connection, rows[0]))
-        else:
-            cursor.executemany(sql, [_event_params(connection, row) for row in rows])
+        cursor.executemany(sql, [_event_params(connection, row) for row in rows])
 
 
 def event_row(
