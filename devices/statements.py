@@ -23,6 +23,14 @@ from devices.models import Event
 EVENT_COLUMNS = ("at", "actor", "interface", "action", "target", "before", "after")
 
 
+@functools.cache
+def _dialect(alias: str) -> BaseDatabaseWrapper:
+    """A wrapper of `alias` used only for its SQL dialect and its value adaptation, never
+    connected. (On an event loop `connections[alias]` is per task context: every request
+    would build a new wrapper, which costs more than the statement.)"""
+    return connections.create_connection(alias)
+
+
 def _q(connection: BaseDatabaseWrapper, name: str) -> str:
     return connection.ops.quote_name(name)
 
@@ -33,7 +41,7 @@ def _column(model: type[Model], field: str) -> str:
 
 @functools.cache
 def _select_sql(vendor: str, model: type[Model], key: str, columns: tuple[str, ...], for_update: bool) -> str:
-    connection = connections[router.db_for_write(model)]
+    connection = _dialect(router.db_for_write(model))
     cols = ", ".join(_q(connection, _column(model, c)) for c in columns)
     table, where = _q(connection, model._meta.db_table), _q(connection, _column(model, key))
     sql = f"SELECT {cols} FROM {table} WHERE {where} = %s"
@@ -42,14 +50,14 @@ def _select_sql(vendor: str, model: type[Model], key: str, columns: tuple[str, .
 
 @functools.cache
 def _update_sql(vendor: str, model: type[Model], columns: tuple[str, ...]) -> str:
-    connection = connections[router.db_for_write(model)]
+    connection = _dialect(router.db_for_write(model))
     sets = ", ".join(f"{_q(connection, _column(model, c))} = %s" for c in columns)
     return f"UPDATE {_q(connection, model._meta.db_table)} SET {sets} WHERE {_q(connection, 'id')} = %s"
 
 
 @functools.cache
 def _insert_sql(vendor: str, model: type[Model], columns: tuple[str, ...]) -> str:
-    connection = connections[router.db_for_write(model)]
+    connection = _dialect(router.db_for_write(model))
     cols = ", ".join(_q(connection, _column(model, c)) for c in columns)
     marks = ", ".join(["%s"] * len(columns))
     return f"INSERT INTO {_q(connection, model._meta.db_table)} ({cols}) VALUES ({marks})"
@@ -78,7 +86,7 @@ def select_for_update(
     """`columns` of the row whose `key` is `value`, locked until the transaction ends.
 
     On SQLite the transaction itself holds the write lock (it starts IMMEDIATE)."""
-    connection = connections[router.db_for_write(model)]
+    connection = _dialect(router.db_for_write(model))
     for_update = raw is None and connection.features.has_select_for_update
     sql = _select_sql(connection.vendor, model, key, columns, for_update)
     return _execute(model, sql, [value], raw, fetch=True)
@@ -86,7 +94,7 @@ def select_for_update(
 
 def update(model: type[Model], pk: int, values: dict[str, Any], raw: Cursor | None = None) -> None:
     """UPDATE one row by primary key (no signals, as `QuerySet.update`)."""
-    connection = connections[router.db_for_write(model)]
+    connection = _dialect(router.db_for_write(model))
     sql = _update_sql(connection.vendor, model, tuple(values))
     params = [model._meta.get_field(c).get_db_prep_save(v, connection) for c, v in values.items()]
     _execute(model, sql, [*params, pk], raw)
@@ -101,13 +109,14 @@ def insert_events(rows: list[dict[str, Any]], raw: Cursor | None = None) -> None
     moment of the change, not of the insert)."""
     if not rows:
         return
-    connection = connections[router.db_for_write(Event)]
+    alias = router.db_for_write(Event)
+    connection = _dialect(alias)
     sql = _insert_sql(connection.vendor, Event, EVENT_COLUMNS)
     if raw is not None or len(rows) == 1:
         for row in rows:
             _execute(Event, sql, _event_params(connection, row), raw)
         return
-    with connection.cursor() as cursor:
+    with connections[alias].cursor() as cursor:
         cursor.executemany(sql, [_event_params(connection, row) for row in rows])
 
 
