@@ -132,6 +132,9 @@ class ServerSession:
         self._in_flight: dict[jsonrpc.RequestId, asyncio.Task] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._listening = False
+        # Awaited before `resources/subscribe` answers: a stream transport starts hearing
+        # changes only once a subscription needs them (see `on_change`).
+        self.on_subscribe: Callable[[], Awaitable[None]] | None = None
 
     # --- entry points for transports ---------------------------------------------------
 
@@ -463,6 +466,8 @@ class ServerSession:
             raise JsonRpcError(jsonrpc.INVALID_PARAMS, f"Resource not found: {uri}", {"uri": uri}) from None
         if uri not in self.state.subscriptions:
             self.state.subscriptions.append(uri)
+        if self.on_subscribe is not None:
+            await self.on_subscribe()
         return {}
 
     async def _unsubscribe(self, ctx: RequestContext) -> dict[str, Any]:

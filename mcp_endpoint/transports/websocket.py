@@ -28,6 +28,7 @@ CLOSE_POLICY_VIOLATION = 4401  # application range: unauthorized
 class McpWebSocketConsumer(AsyncWebsocketConsumer):
     session: ServerSession | None = None
     _token: str | None = None
+    _hearing_changes = False
 
     async def connect(self) -> None:
         request = Request.from_scope(self.scope)
@@ -44,10 +45,17 @@ class McpWebSocketConsumer(AsyncWebsocketConsumer):
         self._token = raw
         caller = caller_for(token, INTERFACE)
         self.session = ServerSession(caller, self._send_message)
+        self.session.on_subscribe = self._hear_changes
         offered = self.scope.get("subprotocols") or []
         await self.accept(subprotocol=SUBPROTOCOL if SUBPROTOCOL in offered else None)
-        for group in self.session.resources.change_groups:
-            await self.channel_layer.group_add(group, self.channel_name)
+
+    async def _hear_changes(self) -> None:
+        """Join the change groups at the first subscription: a session that subscribes to
+        nothing need not be woken by every change in the home."""
+        if not self._hearing_changes and self.session is not None:
+            self._hearing_changes = True
+            for group in self.session.resources.change_groups:
+                await self.channel_layer.group_add(group, self.channel_name)
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         """As Channels dispatches, without its hop to close old connections per message
@@ -89,6 +97,7 @@ class McpWebSocketConsumer(AsyncWebsocketConsumer):
 
     async def disconnect(self, code: int) -> None:
         if self.session is not None:
-            for group in self.session.resources.change_groups:
-                await self.channel_layer.group_discard(group, self.channel_name)
+            if self._hearing_changes:
+                for group in self.session.resources.change_groups:
+                    await self.channel_layer.group_discard(group, self.channel_name)
             await self.session.close()
