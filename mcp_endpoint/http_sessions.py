@@ -49,9 +49,18 @@ def _copy(state: SessionState) -> SessionState:
     )
 
 
+PRUNE_ABOVE = 1000  # remembered sessions; past it, the ones too old to trust are dropped
+
+
 def _remember(session_id: str, token_id: int, state: SessionState, last_active: datetime) -> None:
-    if settings.MCP_AUTH_CACHE_SECONDS > 0:
-        _known[session_id] = _Known(token_id, _copy(state), last_active, time.monotonic())
+    if settings.MCP_AUTH_CACHE_SECONDS <= 0:
+        return
+    now = time.monotonic()
+    if len(_known) >= PRUNE_ABOVE:  # sessions abandoned without a DELETE
+        for old, known in list(_known.items()):  # one step under the GIL: the loop may pop meanwhile
+            if now - known.read_at > settings.MCP_AUTH_CACHE_SECONDS:
+                _known.pop(old, None)
+    _known[session_id] = _Known(token_id, _copy(state), last_active, now)
 
 
 def create(token: AccessToken, state: SessionState) -> str:
