@@ -86,6 +86,11 @@ def test_an_llm_discovers_lists_and_calls_an_mqtt_agent(live_env, make_token, tm
     calls = Event.objects.filter(action="agent.call", target="agent:esp32_01")
     assert calls.count() == 4 and set(calls.values_list("actor", flat=True)) == {"llm"}
     assert Event.objects.filter(action="agent.disconnect", target="agent:esp32_01").exists()
+    # Each device call is audited once, on the agent, not again as a plain tool call.
+    assert not Event.objects.filter(
+        action="tool.call", target__in=[f"tool:{LED}", "tool:call_agent_tool"]
+    ).exists()
+    assert Event.objects.filter(action="tool.call", target="tool:list_agents").exists()
 
 
 def test_mqtt_agent_served_by_a_separate_worker_over_redis(live_env, make_token, redis_url, tmp_path):
