@@ -26,7 +26,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from devices import statements
-from devices.gateway import gateway
 from mcp_endpoint.registry import Caller, ToolResult
 
 logger = logging.getLogger(__name__)
@@ -121,16 +120,9 @@ def _flush_at_exit() -> None:
             logger.exception("audit rows lost at exit: %d", len(buffer))
 
 
-# Calls of device tools are audited once, by the gateway, as `agent.call` on the agent
-# (with the device's outcome), not a second time here.
-GATEWAY_TOOLS = {"call_agent_tool"}
-
-
 async def audit_tool_call(
     caller: Caller, tool: str, arguments: Any, result: ToolResult, seconds: float
 ) -> None:
-    if tool in GATEWAY_TOOLS or gateway.tool(tool) is not None:
-        return
     outcome: dict[str, Any] = {"ok": not result.is_error, "ms": round(seconds * 1000, 1)}
     if result.is_error:
         outcome["error"] = (result.text or "")[:500]

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict
 
 from devices import agent_channels, agent_services, selectors
 from devices.agent_services import arecord_agent_call
-from homehub.groups import keep_joined
+from homehub.groups import keep_joined, receive_forever
 from mcp_endpoint.registry import Caller, Tool, ToolContext, ToolError, ToolResult, registry
 
 logger = logging.getLogger(__name__)
@@ -139,27 +139,18 @@ class DeviceGateway:
         await self.refresh()
         self._tasks = [
             keep_joined(layer, lambda: [agent_channels.AGENT_CHANGES_GROUP], channel),
-            asyncio.ensure_future(self._listen(layer, channel)),
+            asyncio.ensure_future(receive_forever(layer, channel, self._note_change, "gateway")),
             asyncio.ensure_future(self._refresh_changed()),
             asyncio.ensure_future(self._vouch_for_devices()),
         ]
 
-    async def _listen(self, layer: Any, channel: str) -> None:
-        assert self._wake is not None
-        """Note which agents changed; kept quick so that a burst (a thousand devices
+    async def _note_change(self, message: dict[str, Any]) -> None:
+        """Note which agent changed; kept quick so that a burst (a thousand devices
         reconnecting) does not overflow the channel, whose overflow is dropped."""
-        while True:
-            try:
-                message = await layer.receive(channel)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                logger.exception("gateway: the channel layer failed; retrying")
-                await asyncio.sleep(1)
-                continue
-            if message.get("type") == agent_channels.CHANGED:
-                self._changed.add(str(message.get("agent_id")))
-                self._wake.set()
+        assert self._wake is not None
+        if message.get("type") == agent_channels.CHANGED:
+            self._changed.add(str(message.get("agent_id")))
+            self._wake.set()
 
     async def _refresh_changed(self) -> None:
         """Reload the agents noted as changed, many per query; now and then reload them all,
@@ -235,6 +226,7 @@ class DeviceGateway:
                 output_model=None,
                 handler=self._handler(agent_id, tool_name),
                 input_schema=schema,
+                audits_itself=True,
             )
             self._routes[name] = (agent_id, tool_name)
             names.append(name)

@@ -89,8 +89,8 @@ class AgentTool(models.Model):
         return f"{self.agent.agent_id}:{self.name}"
 
 
-class TelemetryReading(models.Model):
-    """One sensor value from `office/{zone}/{device_type}/{device_id}/{channel}`."""
+class SensorValue(models.Model):
+    """A value of the sensor `office/{zone}/{device_type}/{device_id}/{channel}`."""
 
     zone = models.CharField(max_length=64)
     device_type = models.CharField(max_length=64)
@@ -99,6 +99,18 @@ class TelemetryReading(models.Model):
     value = models.FloatField()
     unit = models.CharField(max_length=16, blank=True)
     measured_at = models.DateTimeField()
+
+    class Meta:
+        abstract = True
+
+    @property
+    def path(self) -> str:
+        return f"{self.zone}/{self.device_type}/{self.device_id}/{self.channel}"
+
+
+class TelemetryReading(SensorValue):
+    """One reading, as the MQTT worker received it."""
+
     received_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -114,20 +126,12 @@ class TelemetryReading(models.Model):
         indexes = [models.Index(fields=["measured_at"], name="telemetry_time")]
 
     def __str__(self) -> str:
-        return f"{self.zone}/{self.device_type}/{self.device_id}/{self.channel}={self.value}{self.unit}"
+        return f"{self.path}={self.value}{self.unit}"
 
 
-class Sensor(models.Model):
+class Sensor(SensorValue):
     """A sensor's latest reading, kept current by the MQTT worker so that "the newest value
     of every sensor" never scans the history."""
-
-    zone = models.CharField(max_length=64)
-    device_type = models.CharField(max_length=64)
-    device_id = models.CharField(max_length=64)
-    channel = models.CharField(max_length=64)
-    value = models.FloatField()
-    unit = models.CharField(max_length=16, blank=True)
-    measured_at = models.DateTimeField()
 
     class Meta:
         ordering = ["zone", "device_type", "device_id", "channel"]
@@ -139,10 +143,6 @@ class Sensor(models.Model):
 
     def __str__(self) -> str:
         return f"{self.path}={self.value}{self.unit}"
-
-    @property
-    def path(self) -> str:
-        return f"{self.zone}/{self.device_type}/{self.device_id}/{self.channel}"
 
 
 class RejectedMessage(models.Model):

@@ -31,9 +31,6 @@ class Batch:
     alive: set[str] = field(default_factory=set)  # device ids heard from (readings and heartbeats)
     rejected: list[tuple[str, bytes, str]] = field(default_factory=list)  # (topic, payload, reason)
 
-    def __len__(self) -> int:
-        return len(self.readings) + len(self.rejected)
-
 
 def _when(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, UTC)

@@ -1,4 +1,5 @@
-"""Channel-layer group memberships that outlive Redis's group expiry.
+"""Long-lived listeners on the channel layer (outside consumers): group memberships that
+outlive Redis's group expiry, and a receive loop that survives a failing layer.
 
 channels-redis forgets a membership `group_expiry` seconds after `group_add` (a day by
 default), so that a crashed process's channels do not linger. A connection that lives
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from django.conf import settings
@@ -36,3 +37,20 @@ async def _rejoin_forever(layer: Any, groups: Callable[[], Iterable[str]], chann
 def keep_joined(layer: Any, groups: Callable[[], Iterable[str]], channel: str) -> asyncio.Task[None]:
     """Renew `channel`'s membership of `groups()` until the returned task is cancelled."""
     return asyncio.ensure_future(_rejoin_forever(layer, groups, channel))
+
+
+async def receive_forever(
+    layer: Any, channel: str, handle: Callable[[dict[str, Any]], Awaitable[None]], what: str
+) -> None:
+    """Hand every message on `channel` to `handle`, for ever; when the layer fails (Redis
+    away), log it and try again a second later."""
+    while True:
+        try:
+            message = await layer.receive(channel)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.exception("%s: the channel layer failed; retrying", what)
+            await asyncio.sleep(1)
+            continue
+        await handle(message)

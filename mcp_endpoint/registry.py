@@ -160,6 +160,9 @@ class Tool:
     input_schema: dict[str, Any] = field(default_factory=dict)
     output_schema: dict[str, Any] | None = None
     meta: dict[str, Any] | None = None
+    # The tool records its own calls (the device gateway audits each as `agent.call`, with
+    # the device's outcome), so the registry's call observers leave it out.
+    audits_itself: bool = False
 
     def __post_init__(self) -> None:
         if not TOOL_NAME_RE.match(self.name):
@@ -325,6 +328,7 @@ def tool(
     destructive: bool = False,
     idempotent: bool = False,
     open_world: bool = False,
+    audits_itself: bool = False,
     target: ToolRegistry | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare a tool. The input model is the type of the first parameter, the output
@@ -353,6 +357,7 @@ def tool(
                 handler=func,
                 title=title,
                 annotations=annotations,
+                audits_itself=audits_itself,
             )
         )
         return func

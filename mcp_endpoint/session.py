@@ -394,7 +394,7 @@ class ServerSession:
                 send_log=self._log_sender(ctx),
             )
             outcome = await run_tool(tool, arguments, tool_ctx)
-        if self.caller.audited:
+        if self.caller.audited and not (tool.audits_itself and retry_after is None):
             elapsed = time.perf_counter() - started
             for observer in self.tools.observers:
                 await observer(self.caller, name, arguments, outcome, elapsed)

@@ -17,7 +17,8 @@ PREFIX = "aa_bb_cc_00_00_02__"
 VOLUME = PREFIX + "self_audio_speaker_set_volume"
 
 
-def http_call(base: str, token: str, name: str, arguments: dict) -> dict:
+def http_request(base: str, token: str, method: str, params: dict | None = None) -> dict:
+    """One MCP request over /mcp in a fresh session; its result."""
     headers = {
         "authorization": f"Bearer {token}",
         "accept": "application/json, text/event-stream",
@@ -25,14 +26,13 @@ def http_call(base: str, token: str, name: str, arguments: dict) -> dict:
     }
     with httpx.Client(base_url=base, headers=headers, timeout=10) as http:
         session = http.post("/mcp", json=INIT).headers["mcp-session-id"]
-        body = {
-            "jsonrpc": "2.0",
-            "id": 2,
-            "method": "tools/call",
-            "params": {"name": name, "arguments": arguments},
-        }
+        body = {"jsonrpc": "2.0", "id": 2, "method": method, "params": params or {}}
         answer = http.post("/mcp", json=body, headers={"mcp-session-id": session})
     return sse_messages(answer.text)[-1]["result"]
+
+
+def http_call(base: str, token: str, name: str, arguments: dict) -> dict:
+    return http_request(base, token, "tools/call", {"name": name, "arguments": arguments})
 
 
 def test_calls_over_http_and_websocket_reach_the_device(live_env, make_token):

@@ -10,30 +10,14 @@ from devices.models import Agent, AgentTool, Event, Light, RejectedMessage
 from devices.mqtt.simulator import SimulatedMqttAgent
 from tests.devices_support import hub
 from tests.mqtt_support import Process, broker, client, publish_all, wait_until, worker_env
-from tests.test_devices_gateway import http_call
+from tests.test_devices_gateway import http_call, http_request
 
 pytestmark = pytest.mark.live
 LED = "esp32_01__set_led_color"
 
 
 def tools_listed(base: str, token: str) -> set[str]:
-    import httpx
-
-    from tests.test_mcp_http import INIT, sse_messages
-
-    headers = {
-        "authorization": f"Bearer {token}",
-        "accept": "application/json, text/event-stream",
-        "content-type": "application/json",
-    }
-    with httpx.Client(base_url=base, headers=headers, timeout=10) as http:
-        session = http.post("/mcp", json=INIT).headers["mcp-session-id"]
-        answer = http.post(
-            "/mcp",
-            json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-            headers={"mcp-session-id": session},
-        )
-    return {t["name"] for t in sse_messages(answer.text)[-1]["result"]["tools"]}
+    return {t["name"] for t in http_request(base, token, "tools/list")["tools"]}
 
 
 def text_of(result: dict) -> str:

@@ -31,7 +31,7 @@ from channels.layers import get_channel_layer
 
 from devices import agent_channels, agent_services
 from devices.mqtt import topics
-from homehub.groups import keep_joined
+from homehub.groups import keep_joined, receive_forever
 from mcp_endpoint.client import SOMS, Dialect, McpClient, McpClientError
 
 logger = logging.getLogger(__name__)
@@ -109,10 +109,6 @@ class AgentBridge:
         self._channel = ""
         self._tasks: set[asyncio.Task[Any]] = set()
 
-    @property
-    def agents(self) -> list[str]:
-        return sorted(self._links)
-
     def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         task = asyncio.ensure_future(coroutine)
         self._tasks.add(task)
@@ -125,7 +121,7 @@ class AgentBridge:
         self._layer = get_channel_layer()
         self._channel = await self._layer.new_channel()
         await agent_services.amqtt_sessions_ended(self.owner)
-        self._spawn(self._listen())
+        self._spawn(receive_forever(self._layer, self._channel, self._on_message, "mqtt agents"))
         self._tasks.add(
             keep_joined(self._layer, lambda: map(agent_channels.agent_group, self._links), self._channel)
         )
@@ -269,21 +265,12 @@ class AgentBridge:
 
     # --- calls from other processes ------------------------------------------------------------
 
-    async def _listen(self) -> None:
-        while True:
-            try:
-                message = await self._layer.receive(self._channel)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                logger.exception("mqtt agents: the channel layer failed; retrying")
-                await asyncio.sleep(1)
-                continue
-            kind = message.get("type")
-            if kind == agent_channels.CALL:
-                self._spawn(self._serve_remote(message))
-            elif kind == agent_channels.REPLACED and message.get("by") != self._channel:
-                await self._drop(str(message.get("agent_id")), "another hub worker took the agent over")
+    async def _on_message(self, message: dict[str, Any]) -> None:
+        kind = message.get("type")
+        if kind == agent_channels.CALL:
+            self._spawn(self._serve_remote(message))
+        elif kind == agent_channels.REPLACED and message.get("by") != self._channel:
+            await self._drop(str(message.get("agent_id")), "another hub worker took the agent over")
 
     async def _serve_remote(self, message: dict[str, Any]) -> None:
         agent_id = str(message.get("agent_id"))

@@ -24,7 +24,7 @@ from devices.broadcast import HOME_GROUP
 from devices.errors import HomeError
 from devices.models import Event
 from devices.mqtt import topics
-from homehub.groups import keep_joined
+from homehub.groups import keep_joined, receive_forever
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ class HomeBridge:
         channel = await layer.new_channel()
         await layer.group_add(HOME_GROUP, channel)
         self._tasks = [
-            asyncio.ensure_future(self._listen(layer, channel)),
+            asyncio.ensure_future(receive_forever(layer, channel, self._on_home_event, "mqtt home")),
             keep_joined(layer, lambda: [HOME_GROUP], channel),
         ]
 
@@ -93,24 +93,15 @@ class HomeBridge:
     def _alarm(self, armed: bool) -> None:
         self._publish(topics.ALARM_STATE, json.dumps({"armed": armed}), True)
 
-    async def _listen(self, layer: Any, channel: str) -> None:
-        while True:
-            try:
-                message = await layer.receive(channel)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                logger.exception("mqtt home: the channel layer failed; retrying")
-                await asyncio.sleep(1)
-                continue
-            event = message.get("event") or {}
-            kind = event.get("kind")
-            if kind == "light" and isinstance(event.get("name"), str):
-                self._light(event["name"], bool(event.get("on")))
-            elif kind == "alarm":
-                self._alarm(bool(event.get("armed")))
-            elif kind == "home":
-                await self.publish_all()
+    async def _on_home_event(self, message: dict[str, Any]) -> None:
+        event = message.get("event") or {}
+        kind = event.get("kind")
+        if kind == "light" and isinstance(event.get("name"), str):
+            self._light(event["name"], bool(event.get("on")))
+        elif kind == "alarm":
+            self._alarm(bool(event.get("armed")))
+        elif kind == "home":
+            await self.publish_all()
 
     # --- commands ------------------------------------------------------------------------------
 

@@ -15,7 +15,6 @@ ALARM_STATE = "homehub/alarm/state"
 
 # An agent id becomes a topic level: "/", "+" or "#" in it could reach other agents' topics.
 AGENT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-LIGHT_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def shared(topic: str, group: str) -> str:
