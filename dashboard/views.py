@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 from dashboard.charts import NARROW, line_chart
 from dashboard.toolforms import arguments_from, fields_for
 from devices import history, services
-from devices.agent_calls import AgentCallError, call_agent_tool, gateway_available
+from devices.agent_calls import AgentCallError, call_agent_tool
 from devices.errors import HomeError
 from devices.models import Event
 from devices.mqtt import status as mqtt_status
@@ -164,7 +164,7 @@ def _agents_with_forms() -> list[dict]:
 
 @login_required
 def devices(request: HttpRequest) -> HttpResponse:
-    context = {"page": "devices", "gateway": gateway_available()}
+    context = {"page": "devices"}
     if request.method == "POST":
         agent_id, tool_name = request.POST.get("agent_id", ""), request.POST.get("tool", "")
         tool = history.agent_tool(agent_id, tool_name)

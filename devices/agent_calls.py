@@ -6,12 +6,13 @@ device's socket and audits it; this module only adapts its outcome for people an
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from asgiref.sync import async_to_sync
 
-from devices.selectors import agent_presence
+from devices.gateway import gateway
+from devices.selectors import aagent_presence
+from mcp_endpoint.registry import Caller, ToolError
 
 
 class AgentCallError(Exception):
@@ -23,28 +24,10 @@ class AgentCallError(Exception):
         self.status = status
 
 
-def _gateway():
-    try:
-        return importlib.import_module("devices.gateway").gateway
-    except (ImportError, AttributeError):
-        return None
-
-
-def gateway_available() -> bool:
-    return _gateway() is not None
-
-
 async def acall_agent_tool(
     agent_id: str, tool: str, arguments: dict[str, Any], *, actor: str, interface: str
 ) -> dict[str, Any]:
     """The device's MCP result (`content`, `structuredContent`, `isError`)."""
-    from mcp_endpoint.registry import Caller, ToolError
-
-    gateway = _gateway()
-    if gateway is None:
-        raise AgentCallError("Calling device tools is not available yet on this hub.", 503)
-    from devices.selectors import aagent_presence
-
     presence = await aagent_presence(agent_id)
     if presence == "unknown":
         raise AgentCallError(f"Unknown agent '{agent_id}'.", 404)
@@ -67,4 +50,4 @@ def call_agent_tool(
     return async_to_sync(acall_agent_tool)(agent_id, tool, arguments, actor=actor, interface=interface)
 
 
-__all__ = ["AgentCallError", "agent_presence", "call_agent_tool", "gateway_available"]
+__all__ = ["AgentCallError", "acall_agent_tool", "call_agent_tool"]
