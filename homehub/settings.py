@@ -25,7 +25,8 @@ def env_list(name: str, default: str) -> list[str]:
 
 
 DEBUG = env_bool("DJANGO_DEBUG", True)
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "django-insecure-homehub-development-key-change-me")
+DEVELOPMENT_SECRET_KEY = "django-insecure-homehub-development-key-change-me"
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", DEVELOPMENT_SECRET_KEY)
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver")
 
 INSTALLED_APPS = [
@@ -197,8 +198,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
-WHITENOISE_USE_FINDERS = True  # serve straight from the apps' static/ folders, no collectstatic needed
+STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT", BASE_DIR / "staticfiles")).resolve()
 
 LOGGING = {
     "version": 1,
@@ -239,3 +239,45 @@ if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# --- Production (DJANGO_DEBUG=0): secrets, HTTPS, headers, static files, health, metrics -----
+# Kept in one block; docs/DEPLOY.md explains each setting and deploy/homehub.env.example sets
+# them for a hub behind nginx. With DEBUG on (`make run`, the tests) nothing here applies
+# beyond the health and metrics settings.
+if not DEBUG and SECRET_KEY == DEVELOPMENT_SECRET_KEY:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        "DJANGO_SECRET_KEY is required when DJANGO_DEBUG is off (the development key is public): "
+        "generate one with `python -c 'import secrets; print(secrets.token_urlsafe(50))'`"
+    )
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")  # e.g. https://hub.example.org
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+# "X-Forwarded-Proto: https": trust this header from the proxy in front (nginx sets it and
+# clients cannot); empty when nothing sits in front. Never set it without such a proxy.
+_proxy_ssl_header = os.environ.get("DJANGO_SECURE_PROXY_SSL_HEADER", "")
+if _proxy_ssl_header:
+    _header, _, _value = _proxy_ssl_header.partition(":")
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _header.strip().upper().replace("-", "_"), _value.strip())
+if DEBUG:
+    WHITENOISE_USE_FINDERS = True  # straight from the apps' static/ folders, no collectstatic
+else:
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", True)
+    # Probes and scrapers ask daphne itself over loopback HTTP: no redirect for them.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
+    SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_HSTS_SECONDS", 31536000))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env_bool("DJANGO_HSTS_PRELOAD", False)
+    # `collectstatic` writes hashed, compressed copies; WhiteNoise serves them cached forever.
+    STORAGES = {
+        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+        "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    }
+# /healthz: also require a running MQTT worker linked to the broker (0 for a hub without MQTT).
+HEALTHZ_CHECK_MQTT = env_bool("HEALTHZ_CHECK_MQTT", True)
+# /metrics: when set, scrapers must send `Authorization: Bearer <METRICS_TOKEN>`.
+METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
