@@ -3,6 +3,7 @@
 set -euo pipefail
 need=()
 command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || need+=(mosquitto)
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)  # health: a private Redis that comes back
 command -v pdftoppm >/dev/null 2>&1 || need+=(poppler-utils)  # FEL: look at rendered pages
 command -v zbarimg >/dev/null 2>&1 || need+=(zbar-tools)      # FEL: decode the PDF's QR code
 command -v npm >/dev/null 2>&1 || need+=(npm)                  # MCP conformance suite (tests/conformance)

@@ -1,7 +1,8 @@
 """ASGI entry point (`daphne homehub.asgi:application`).
 
 HTTP: `/mcp` goes straight to the MCP Streamable HTTP app (no Django middleware on the
-hot path); everything else to Django. WebSockets: Channels' routes of every app. The
+hot path); everything else to Django (`/healthz` and `/metrics` without waiting for the device
+gateway). WebSockets: Channels' routes of every app. The
 device gateway starts with the process's first connection.
 """
 
@@ -28,7 +29,7 @@ async def http_router(scope, receive, send):
     await app(scope, receive, send)
 
 
-application = with_gateway(
+hub_app = with_gateway(
     ProtocolTypeRouter(
         {
             "http": http_router,
@@ -36,3 +37,13 @@ application = with_gateway(
         }
     )
 )
+# Probes and scrapers skip the gateway's start: they must answer (503) even when the
+# database or Redis it needs is down.
+OPS_PATHS = {"/healthz", "/metrics"}
+
+
+async def application(scope, receive, send):
+    if scope["type"] == "http" and scope.get("path") in OPS_PATHS:
+        await django_asgi_app(scope, receive, send)
+    else:
+        await hub_app(scope, receive, send)

@@ -1,11 +1,13 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from homehub import views
 from homehub.api import api
 from mcp_endpoint.views import protected_resource_metadata
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("healthz", views.healthz, name="healthz"),
     path(".well-known/oauth-protected-resource", protected_resource_metadata),
     path(".well-known/oauth-protected-resource/mcp", protected_resource_metadata),
     path("api/", api.urls),

@@ -1,0 +1,106 @@
+"""`/healthz` on a real daphne: 200 with everything up, 503 naming the part that is down
+(the broker stopped, the database or Redis unreachable), and the hub keeps answering."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import httpx
+import pytest
+
+from tests.conftest import free_port
+from tests.devices_support import hub
+from tests.mqtt_support import broker, wait_until, worker, worker_env
+
+pytestmark = pytest.mark.live
+
+
+def health(base: str) -> tuple[int, dict]:
+    response = httpx.get(base + "/healthz", timeout=10)
+    return response.status_code, response.json()
+
+
+def health_once(base: str, code: int, timeout: float = 20.0) -> dict:
+    """The body of the first `/healthz` answer with status `code`."""
+    return wait_until(lambda: (r := health(base))[0] == code and r, timeout, what=f"/healthz {code}")[1]
+
+
+def test_up_then_broker_down_then_up_again(live_env, tmp_path):
+    with broker(tmp_path / "broker") as mosquitto:
+        env = worker_env(live_env, mosquitto.url)
+        with hub(env) as base, worker(env, tmp_path / "worker.log"):
+            body = health_once(base, 200)
+            assert body["status"] == "ok" and body["down"] == []
+            assert body["checks"]["database"]["ok"]
+            assert body["checks"]["channel_layer"] == {"ok": True, "backend": "InMemoryChannelLayer"}
+            assert body["checks"]["mqtt"] == {"ok": True, "state": "connected"}
+            assert "no-cache" in httpx.get(base + "/healthz").headers["cache-control"]
+
+            mosquitto.stop()
+            body = health_once(base, 503, 40)
+            assert body["down"] == ["mqtt"]
+            assert body["checks"]["mqtt"] == {"ok": False, "state": "disconnected"}
+            assert body["checks"]["database"]["ok"] and body["checks"]["channel_layer"]["ok"]
+
+            mosquitto.start()
+            health_once(base, 200, 60)
+
+
+def test_no_worker_running_is_down_unless_mqtt_is_not_checked(live_env):
+    with hub(live_env) as base:
+        code, body = health(base)
+        assert code == 503 and body["down"] == ["mqtt"]
+        assert body["checks"]["mqtt"]["state"] == "no worker"
+    with hub(live_env, HEALTHZ_CHECK_MQTT="0") as base:
+        code, body = health(base)
+        assert code == 200 and set(body["checks"]) == {"database", "channel_layer"}
+
+
+def test_database_and_redis_down_are_named_without_secrets(live_env):
+    closed = free_port()  # nothing listens there
+    password = "s3cret-in-the-url"
+    env = {
+        **live_env,
+        "DATABASE_URL": f"postgres://homehub:{password}@127.0.0.1:{closed}/homehub",
+        "REDIS_URL": f"redis://:{password}@127.0.0.1:{closed}/0",
+    }
+    with hub(env) as base:
+        for _ in range(2):  # the probe fails cleanly and the process keeps serving
+            response = httpx.get(base + "/healthz", timeout=20)
+            assert response.status_code == 503
+            body = response.json()
+            assert body["status"] == "down"
+            assert body["down"] == ["database", "channel_layer", "mqtt"]
+            assert body["checks"]["database"] == {"ok": False, "error": "OperationalError"}
+            assert body["checks"]["channel_layer"]["ok"] is False
+            assert password not in response.text and str(closed) not in response.text
+
+
+def test_redis_coming_back_heals_the_channel_layer_and_the_hub(live_env, tmp_path):
+    """A hub started while Redis is down answers 503 naming the channel layer, and serves
+    again (its device gateway starts) once Redis is up: no restart needed."""
+    port = free_port()
+    with hub({**live_env, "REDIS_URL": f"redis://127.0.0.1:{port}/0", "HEALTHZ_CHECK_MQTT": "0"}) as base:
+        code, body = health(base)
+        assert code == 503 and body["down"] == ["channel_layer"]
+        assert httpx.get(base + "/.well-known/oauth-protected-resource").status_code == 500
+        redis = subprocess.Popen(
+            [
+                shutil.which("redis-server") or "redis-server",
+                "--port",
+                str(port),
+                "--save",
+                "",
+                "--dir",
+                str(tmp_path),
+            ],
+            stdout=subprocess.DEVNULL,
+        )
+        try:
+            body = health_once(base, 200)
+            assert body["checks"]["channel_layer"] == {"ok": True, "backend": "RedisChannelLayer"}
+            assert httpx.get(base + "/.well-known/oauth-protected-resource").status_code == 200
+        finally:
+            redis.terminate()
+            redis.wait(10)
