@@ -122,9 +122,11 @@ class DeviceGateway:
         return {self._routes[name][1]: name for name in self._names.get(agent_id, [])}
 
     async def start(self) -> None:
-        """Load the view and start listening for changes, once per process (and event loop)."""
+        """Load the view and start listening for changes, once per process (and event loop);
+        again after a failed start (the database or Redis was down), not for ever after."""
         loop = asyncio.get_running_loop()
-        if self._ready is None or self._loop is not loop:
+        failed = self._ready is not None and self._ready.done() and self._ready.exception() is not None
+        if self._ready is None or self._loop is not loop or failed:
             self._loop = loop
             self._ready = asyncio.ensure_future(self._start())
         await asyncio.shield(self._ready)
