@@ -12,7 +12,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import connections, router
-from django.db.models import Model, QuerySet
+from django.db.models import Count, Model, QuerySet
 
 from devices import home_state
 from devices.models import Agent, AgentTool, Alarm, Light, Person
@@ -115,6 +115,15 @@ def list_agents() -> list[dict[str, Any]]:
     ):
         agents[agent_id]["tools"].append({"name": name, "description": description, "available": available})
     return list(agents.values())
+
+
+def online_agents_by_transport() -> dict[str, int]:
+    """How many approved agents are online, per transport (every transport present, 0 or more)."""
+    counts = dict.fromkeys(Agent.Transport.values, 0)
+    rows = Agent.objects.filter(approved=True, online=True).values("transport").annotate(n=Count("id"))
+    for row in rows:
+        counts[row["transport"]] = row["n"]
+    return counts
 
 
 def agent_presence(agent_id: str) -> str:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from homehub import health
+from homehub import metrics as prometheus
 
 
 @never_cache
@@ -15,3 +17,14 @@ async def healthz(request: HttpRequest) -> JsonResponse:
     """200 when everything configured is up, 503 naming what is down. No login, no secrets."""
     result = await health.report()
     return JsonResponse(result, status=503 if result["down"] else 200)
+
+
+@never_cache
+@require_GET
+def metrics(request: HttpRequest) -> HttpResponse:
+    """Prometheus metrics; with METRICS_TOKEN set, only for `Authorization: Bearer <token>`."""
+    if not prometheus.authorized(request.headers.get("authorization")):
+        response = HttpResponse("metrics need Authorization: Bearer <METRICS_TOKEN>\n", status=401)
+        response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return response
+    return HttpResponse(prometheus.exposition(), content_type=CONTENT_TYPE_LATEST)

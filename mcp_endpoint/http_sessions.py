@@ -117,6 +117,12 @@ def end(session_id: str, token: AccessToken) -> bool:
     return bool(McpSession.objects.filter(session_id=session_id, token=token, ended=False).update(ended=True))
 
 
+def count_open() -> int:
+    """Sessions not ended and used within MCP_SESSION_IDLE_SECONDS, whichever process serves them."""
+    since = timezone.now() - timedelta(seconds=settings.MCP_SESSION_IDLE_SECONDS)
+    return McpSession.objects.filter(ended=False, last_active__gte=since).count()
+
+
 def fingerprint(state: SessionState) -> tuple:
     """What a request may change in a session's state, cheaply comparable (no deep copy)."""
     return (

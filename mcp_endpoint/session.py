@@ -27,7 +27,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
-from mcp_endpoint import jsonrpc, ratelimit
+from mcp_endpoint import jsonrpc, metrics, ratelimit
 from mcp_endpoint.jsonrpc import JsonRpcError
 from mcp_endpoint.registry import Caller, ToolContext, ToolError, ToolRegistry, ToolResult, registry
 from mcp_endpoint.resources import (
@@ -372,8 +372,10 @@ class ServerSession:
             )
         tool = self.tools.get(name)
         if tool is None:
+            metrics.record_call(metrics.UNKNOWN_TOOL, "unknown_tool", self.caller.interface)
             raise JsonRpcError(jsonrpc.INVALID_PARAMS, f"Unknown tool: {name}")
         if tool.scope not in self.caller.scopes:
+            metrics.record_call(name, "forbidden", self.caller.interface)
             raise JsonRpcError(
                 jsonrpc.FORBIDDEN,
                 f"Insufficient scope: tool '{name}' requires the '{tool.scope}' scope",
@@ -394,8 +396,13 @@ class ServerSession:
                 send_log=self._log_sender(ctx),
             )
             outcome = await run_tool(tool, arguments, tool_ctx)
+        elapsed = time.perf_counter() - started
+        if retry_after is not None:
+            metrics.record_call(name, "rate_limited", self.caller.interface)
+        else:
+            result = "error" if outcome.is_error else "ok"
+            metrics.record_call(name, result, self.caller.interface, elapsed)
         if self.caller.audited and not (tool.audits_itself and retry_after is None):
-            elapsed = time.perf_counter() - started
             for observer in self.tools.observers:
                 await observer(self.caller, name, arguments, outcome, elapsed)
         return outcome.as_mcp()

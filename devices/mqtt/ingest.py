@@ -25,7 +25,7 @@ from typing import Any
 
 from django.db import close_old_connections, connection
 
-from devices import telemetry_services
+from devices import metrics, telemetry_services
 from devices.telemetry_parsing import Heartbeat, Rejected, parse
 
 logger = logging.getLogger(__name__)
@@ -176,7 +176,9 @@ class Ingestor:
             self.counters["rejected"] += len(batch.rejected)
             self.counters["heartbeats"] += heartbeats
             self.counters["batches"] += 1
+        metrics.READINGS_STORED.inc(len(batch.readings))
         if batch.rejected:
+            metrics.MESSAGES_REJECTED.inc(len(batch.rejected))
             self._prune_rejected(len(batch.rejected))
         try:
             self._on_stored(latest, batch.alive)

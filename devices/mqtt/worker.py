@@ -25,7 +25,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.utils import timezone
 
-from devices import telemetry_services
+from devices import metrics, telemetry_services
 from devices.broadcast import asend_home_event
 from devices.mqtt import status, topics
 from devices.mqtt.agents import AgentBridge, AnnouncementError, parse_announcement
@@ -208,6 +208,7 @@ class Worker:
 
     async def _refuse(self, topic: str, payload: bytes, reason: str) -> None:
         self.counters["refused"] += 1
+        metrics.MESSAGES_REJECTED.inc()
         logger.warning("mqtt worker: refused a message on %s: %s", topic, reason)
         batch = telemetry_services.Batch(rejected=[(topic, payload, reason)])
         await sync_to_async(telemetry_services.store_batch)(batch)

@@ -13,6 +13,7 @@ from django.conf import settings
 
 from mcp_endpoint import jsonrpc
 from mcp_endpoint.db_upkeep import tidy_connections
+from mcp_endpoint.metrics import WEBSOCKET_CONNECTIONS
 from mcp_endpoint.session import ServerSession
 from mcp_endpoint.tokens import aauthenticate, bearer_token, caller_for
 from mcp_endpoint.transports.asgi_http import Request, origin_allowed
@@ -45,6 +46,7 @@ class McpWebSocketConsumer(AsyncWebsocketConsumer):
         self._token = raw
         caller = caller_for(token, INTERFACE)
         self.session = ServerSession(caller, self._send_message)
+        WEBSOCKET_CONNECTIONS.inc()  # undone in disconnect(), for every connection with a session
         self.session.on_subscribe = self._hear_changes
         offered = self.scope.get("subprotocols") or []
         await self.accept(subprotocol=SUBPROTOCOL if SUBPROTOCOL in offered else None)
@@ -97,6 +99,7 @@ class McpWebSocketConsumer(AsyncWebsocketConsumer):
 
     async def disconnect(self, code: int) -> None:
         if self.session is not None:
+            WEBSOCKET_CONNECTIONS.dec()
             if self._hearing_changes:
                 for group in self.session.resources.change_groups:
                     await self.channel_layer.group_discard(group, self.channel_name)

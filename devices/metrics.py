@@ -1,0 +1,49 @@
+"""Prometheus figures of the home's devices and telemetry. The MQTT workers count readings
+in memory as they store them (summed over processes with PROMETHEUS_MULTIPROC_DIR); the
+figures every process must agree on (devices online, each worker's broker link) are read
+from the database when scraped."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client import Counter
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
+
+READINGS_STORED = Counter(
+    "homehub_telemetry_readings_ingested", "Telemetry readings stored by the MQTT workers."
+)
+MESSAGES_REJECTED = Counter(
+    "homehub_telemetry_messages_rejected",
+    "MQTT messages refused (bad topic or payload, refused command) and kept in RejectedMessage.",
+)
+
+
+class DevicesCollector:
+    """Devices online by transport and the MQTT workers' broker links, from the database."""
+
+    def collect(self) -> Iterator[Metric]:
+        from devices.mqtt import status
+        from devices.selectors import online_agents_by_transport
+
+        online = GaugeMetricFamily(
+            "homehub_devices_online", "ESP32 agents online, by transport.", labels=["transport"]
+        )
+        for transport, count in online_agents_by_transport().items():
+            online.add_metric([transport], count)
+        yield online
+        running = [worker for worker in status.workers() if worker["running"]]
+        connected = GaugeMetricFamily(
+            "homehub_mqtt_broker_connected",
+            "1 if the MQTT worker holds a link to the broker, 0 if it is retrying (running workers only).",
+            labels=["worker"],
+        )
+        for worker in running:
+            connected.add_metric([worker["client_id"]], 1 if worker["connected"] else 0)
+        yield connected
+        yield GaugeMetricFamily(
+            "homehub_mqtt_workers_running",
+            "MQTT workers that reported in the last minute.",
+            value=len(running),
+        )

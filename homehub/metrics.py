@@ -1,0 +1,63 @@
+"""`/metrics` in Prometheus' text format: the counters and histograms of this host's processes
+(every daphne and MQTT worker writing to PROMETHEUS_MULTIPROC_DIR, or this process alone when
+it is unset) and the global figures read from the database at scrape time. docs/DEPLOY.md
+explains the choice."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import os
+from collections.abc import Iterator
+
+from django.conf import settings
+from prometheus_client import REGISTRY, CollectorRegistry, generate_latest, multiprocess
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
+
+from devices.metrics import DevicesCollector
+from mcp_endpoint.metrics import SessionsCollector
+
+logger = logging.getLogger(__name__)
+
+
+class DatabaseFigures:
+    """The collectors that read the database; if it is down they are left out and
+    `homehub_metrics_database_ok` says so, instead of the scrape failing."""
+
+    def __init__(self) -> None:
+        self.collectors = [SessionsCollector(), DevicesCollector()]
+
+    def collect(self) -> Iterator[Metric]:
+        figures: list[Metric] = []
+        try:
+            for collector in self.collectors:
+                figures.extend(collector.collect())
+        except Exception:
+            logger.warning("metrics: could not read the database figures", exc_info=True)
+            figures = []
+        yield from figures
+        yield GaugeMetricFamily(
+            "homehub_metrics_database_ok",
+            "1 if the database figures could be read.",
+            value=1 if figures else 0,
+        )
+
+
+def exposition() -> bytes:
+    registry = CollectorRegistry()
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        multiprocess.MultiProcessCollector(registry)
+    else:
+        registry.register(REGISTRY)  # this process's figures (and its process_* gauges)
+    registry.register(DatabaseFigures())
+    return generate_latest(registry)
+
+
+def authorized(header: str | None) -> bool:
+    """Anyone when METRICS_TOKEN is unset; else `Authorization: Bearer <METRICS_TOKEN>`."""
+    expected = settings.METRICS_TOKEN
+    if not expected:
+        return True
+    scheme, _, given = (header or "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), expected.encode())
