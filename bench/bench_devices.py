@@ -26,6 +26,7 @@ import asyncio
 import json
 import os
 import random
+import secrets
 import shutil
 import subprocess
 import sys
@@ -252,6 +253,7 @@ def main() -> int:
         "DJANGO_SETTINGS_MODULE": "homehub.settings",
         "HOMEHUB_SQLITE_NAME": str(workdir / "bench.sqlite3"),
         "DJANGO_DEBUG": "0",
+        "DJANGO_SECRET_KEY": os.environ.get("DJANGO_SECRET_KEY") or secrets.token_urlsafe(50),
         "MCP_RATE_LIMIT": "0",
         "HOMEHUB_LOG_LEVEL": "WARNING",
     }

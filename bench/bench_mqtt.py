@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -438,6 +439,7 @@ def main() -> None:
     else:
         database_url = f"sqlite:///{args.workdir}/bench.sqlite3"
     os.environ.update(DATABASE_URL=database_url, DJANGO_DEBUG="0", DJANGO_SETTINGS_MODULE="homehub.settings")
+    os.environ.setdefault("DJANGO_SECRET_KEY", secrets.token_urlsafe(50))  # required without DEBUG
     os.environ.pop("REDIS_URL", None)
     try:
         import django

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
+import secrets
 import shutil
 import subprocess
 import sys
@@ -93,6 +94,7 @@ def prepare_homehub(workdir: Path, python: str, debug: bool) -> dict[str, str]:
     # As deployed: DEBUG keeps every SQL statement in memory (and on SQLite runs one more
     # query per statement to quote its parameters), which is for development only.
     env["DJANGO_DEBUG"] = "1" if debug else "0"
+    env.setdefault("DJANGO_SECRET_KEY", secrets.token_urlsafe(50))  # required without DEBUG
     for argv in (["migrate", "--noinput", "-v", "0"], ["seed_home"]):
         subprocess.run([python, "manage.py", *argv], cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
     return env
