@@ -25,6 +25,7 @@ def production_env(base: dict[str, str], **overrides: str) -> dict[str, str]:
         if not line.strip() or line.startswith("#"):
             continue
         name, _, value = line.partition("=")
+        value = value.strip('"')  # as systemd's EnvironmentFile reads it
         if "<" in value:
             value = secrets.token_urlsafe(50) if name == "DJANGO_SECRET_KEY" else "placeholder"
         env[name] = value
