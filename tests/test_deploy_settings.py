@@ -77,6 +77,9 @@ def test_production_hub_serves_hashed_compressed_static_files_and_secure_headers
         plain = httpx.get(base + "/login/")
         assert plain.status_code == 301
         assert plain.headers["location"].startswith("https://")
+        # ...except the probes and scrapers that ask daphne itself.
+        assert httpx.get(base + "/healthz").status_code in {200, 503}
+        assert httpx.get(base + "/metrics").status_code == 401  # the example sets METRICS_TOKEN
         # ...while a request nginx forwarded from HTTPS is served, with the secure headers.
         proxied = {"X-Forwarded-Proto": "https"}
         page = httpx.get(base + "/login/", headers=proxied)

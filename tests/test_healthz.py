@@ -75,6 +75,11 @@ def test_database_and_redis_down_are_named_without_secrets(live_env):
             assert body["checks"]["database"] == {"ok": False, "error": "OperationalError"}
             assert body["checks"]["channel_layer"]["ok"] is False
             assert password not in response.text and str(closed) not in response.text
+        # /metrics still answers, and says that the database figures are missing.
+        metrics = httpx.get(base + "/metrics", timeout=20)
+        assert metrics.status_code == 200
+        assert "homehub_metrics_database_ok 0.0" in metrics.text
+        assert "homehub_devices_online" not in metrics.text
 
 
 def test_redis_coming_back_heals_the_channel_layer_and_the_hub(live_env, tmp_path):
