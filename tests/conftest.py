@@ -73,39 +73,10 @@ def second_daphne(live_env):
 
 
 def _daphne(env):
-    import subprocess
-    import sys
-    import time
-    from pathlib import Path
+    from tests.hub_support import running_hub
 
-    import httpx
-
-    port = free_port()
-    root = Path(__file__).resolve().parent.parent
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "homehub.asgi:application"],
-        cwd=root,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            httpx.get(base + "/.well-known/oauth-protected-resource", timeout=1)
-            break
-        except httpx.HTTPError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError("daphne did not start: " + proc.stderr.read().decode()[-2000:]) from None
-            time.sleep(0.1)
-    yield base, proc
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    with running_hub(env) as process:
+        yield process.base, process.proc
 
 
 @pytest.fixture

@@ -5,73 +5,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import subprocess
-import sys
-import tempfile
-import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import httpx
 from websockets.asyncio.client import connect
 
 from devices.agent_services import register_agent
 from devices.models import Event
 from devices.simulator import SimulatedDevice
-from tests.conftest import free_port
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.hub_support import running_hub
 
 
 @contextlib.contextmanager
 def hub(env: dict[str, str], *, serve: bool = False, **settings: str) -> Iterator[str]:
-    """A daphne serving the hub on a free loopback port with extra environment `settings`;
-    yields its base URL. `serve`: through `manage.py serve` (the README's way, with the MQTT
-    worker in the same process)."""
-    port = free_port()
-    if serve:
-        command = [sys.executable, "manage.py", "serve", "--host", "127.0.0.1", "--port", str(port)]
-    else:
-        command = [
-            sys.executable,
-            "-m",
-            "daphne",
-            "-b",
-            "127.0.0.1",
-            "-p",
-            str(port),
-            "homehub.asgi:application",
-        ]
-    # A file, not a pipe: a chatty hub must never block on a full one.
-    with tempfile.TemporaryFile() as log:
-        proc = subprocess.Popen(
-            command,
-            cwd=ROOT,
-            env={**env, "MCP_RATE_LIMIT": "0", **settings},
-            stdout=subprocess.DEVNULL,
-            stderr=log,
-        )
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        try:
-            while True:
-                try:
-                    httpx.get(base + "/.well-known/oauth-protected-resource", timeout=1)
-                    break
-                except httpx.HTTPError:
-                    if proc.poll() is not None or time.monotonic() > deadline:
-                        log.seek(0)
-                        raise RuntimeError("the hub did not start: " + log.read().decode()[-2000:]) from None
-                    time.sleep(0.05)
-            yield base
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    """A hub process on a free loopback port with extra environment `settings` and no rate
+    limit; yields its base URL (`HubProcess` for more)."""
+    with running_hub({**env, "MCP_RATE_LIMIT": "0"}, serve=serve, **settings) as process:
+        yield process.base
 
 
 def device_url(base: str) -> str:

@@ -1,0 +1,106 @@
+"""The one way tests start a hub process: daphne (or `manage.py serve`) on a loopback port,
+waited for until it answers, stopped gently or killed, and restarted on the same port."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+
+from tests.conftest import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+READY_PATH = "/.well-known/oauth-protected-resource"  # answered without a login or a database row
+
+
+class HubProcess:
+    """A hub process over the environment `env` (the test database's, from `live_env`).
+    `serve`: through `manage.py serve` (the README's way, with the MQTT worker in the same
+    process) instead of bare daphne. Its stderr goes to a file, never a pipe: a chatty hub
+    must never block on a full one."""
+
+    def __init__(self, env: dict[str, str], *, serve: bool = False, port: int | None = None) -> None:
+        self.env = env
+        self.serve = serve
+        self.port = port or free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close(), after the last restart)
+
+    def _command(self) -> list[str]:
+        if self.serve:
+            return [sys.executable, "manage.py", "serve", "--host", "127.0.0.1", "--port", str(self.port)]
+        return [
+            sys.executable,
+            "-m",
+            "daphne",
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(self.port),
+            "homehub.asgi:application",
+        ]
+
+    def start(self, timeout: float = 30) -> HubProcess:
+        """Start it and wait until it answers HTTP; the log's tail if it dies or never does."""
+        self.proc = subprocess.Popen(
+            self._command(), cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=self._log
+        )
+        deadline = time.monotonic() + timeout
+        while not self.answers():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop(kill=True)
+                raise RuntimeError("the hub did not start: " + self.output()[-2000:])
+            time.sleep(0.05)
+        return self
+
+    def answers(self) -> bool:
+        try:
+            httpx.get(self.base + READY_PATH, timeout=1)
+        except httpx.HTTPError:
+            return False
+        return True
+
+    def stop(self, *, kill: bool = False, timeout: float = 10) -> int | None:
+        """SIGTERM and wait (SIGKILL if it lingers); `kill`: SIGKILL at once, so that no
+        shutdown handler runs, as when the machine loses the process."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+    def restart(self, *, kill: bool = False) -> HubProcess:
+        """Stop it (or kill it) and start it again on the same port."""
+        self.stop(kill=kill)
+        return self.start()
+
+    def output(self) -> str:
+        self._log.seek(0)
+        return self._log.read().decode(errors="replace")
+
+    def close(self) -> None:
+        self.stop()
+        self._log.close()
+
+
+@contextlib.contextmanager
+def running_hub(env: dict[str, str], *, serve: bool = False, **settings: str) -> Iterator[HubProcess]:
+    """A started `HubProcess` with extra environment `settings`, stopped at the end."""
+    process = HubProcess({**env, **settings}, serve=serve)
+    try:
+        yield process.start()
+    finally:
+        process.close()
