@@ -23,12 +23,20 @@ READY_PATH = "/.well-known/oauth-protected-resource"  # answered without a login
 class HubProcess:
     """A hub process over the environment `env` (the test database's, from `live_env`).
     `serve`: through `manage.py serve` (the README's way, with the MQTT worker in the same
-    process) instead of bare daphne. Its stderr goes to a file, never a pipe: a chatty hub
-    must never block on a full one."""
+    process) instead of bare daphne, with `serve_args` (e.g. `--demo`). Its output goes to a
+    file, never a pipe: a chatty hub must never block on a full one."""
 
-    def __init__(self, env: dict[str, str], *, serve: bool = False, port: int | None = None) -> None:
+    def __init__(
+        self,
+        env: dict[str, str],
+        *,
+        serve: bool = False,
+        serve_args: tuple[str, ...] = (),
+        port: int | None = None,
+    ) -> None:
         self.env = env
-        self.serve = serve
+        self.serve = serve or bool(serve_args)
+        self.serve_args = serve_args
         self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -36,7 +44,10 @@ class HubProcess:
 
     def _command(self) -> list[str]:
         if self.serve:
-            return [sys.executable, "manage.py", "serve", "--host", "127.0.0.1", "--port", str(self.port)]
+            return [
+                *(sys.executable, "manage.py", "serve", "--host", "127.0.0.1", "--port", str(self.port)),
+                *self.serve_args,
+            ]
         return [
             sys.executable,
             "-m",
@@ -51,7 +62,7 @@ class HubProcess:
     def start(self, timeout: float = 30) -> HubProcess:
         """Start it and wait until it answers HTTP; the log's tail if it dies or never does."""
         self.proc = subprocess.Popen(
-            self._command(), cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=self._log
+            self._command(), cwd=ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT
         )
         deadline = time.monotonic() + timeout
         while not self.answers():
@@ -97,9 +108,11 @@ class HubProcess:
 
 
 @contextlib.contextmanager
-def running_hub(env: dict[str, str], *, serve: bool = False, **settings: str) -> Iterator[HubProcess]:
+def running_hub(
+    env: dict[str, str], *, serve: bool = False, serve_args: tuple[str, ...] = (), **settings: str
+) -> Iterator[HubProcess]:
     """A started `HubProcess` with extra environment `settings`, stopped at the end."""
-    process = HubProcess({**env, **settings}, serve=serve)
+    process = HubProcess({**env, **settings}, serve=serve, serve_args=serve_args)
     try:
         yield process.start()
     finally:

@@ -7,7 +7,8 @@ answers on `mcp/{id}/response/{request_id}`, and has SOMS's habits: errors are p
 strings (`"error": "..."`), and a call of a tool it does not know gets no answer at all
 (`silent_tools` lists such tools, as a stale tool list would).
 Its last will is `offline` on `mcp/{id}/status`. With `telemetry_seconds` it publishes
-temperature, humidity, CO2 and presence on `office/{zone}/sensor/{id}/{channel}`.
+temperature, humidity, CO2 and presence on `office/{zone}/sensor/{id}/{channel}`, from
+`values(channel, time)` (by default `sensor_value`; the demo passes its rooms' climate).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import math
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +87,7 @@ class SimulatedMqttAgent:
         telemetry_seconds: float | None = None,
         methods: list[str] | None = None,
         silent_tools: tuple[str, ...] = (),
+        values: Callable[[str, float], float] = sensor_value,
     ) -> None:
         self.agent_id = agent_id
         self.zone = zone
@@ -93,6 +96,7 @@ class SimulatedMqttAgent:
         self.methods = methods
         # Listed but unknown to its dispatcher (a stale tool list): calls get SOMS's silence.
         self.silent_tools = silent_tools
+        self.values = values
         self.state = AgentState()
         self.announced = threading.Event()
         self._stop = threading.Event()
@@ -190,7 +194,7 @@ class SimulatedMqttAgent:
             channel = arguments.get("channel")
             if channel not in UNITS:
                 return {"error": f"No sensor {channel}"}
-            value = sensor_value(channel, time.time())
+            value = self.values(channel, time.time())
             return {"result": {"content": [{"type": "text", "text": f"{channel}={value}{UNITS[channel]}"}]}}
         return None
 
@@ -208,7 +212,7 @@ class SimulatedMqttAgent:
                 next_reading = now + self.telemetry_seconds
                 for channel, unit in UNITS.items():
                     payload = {
-                        "value": sensor_value(channel, now),
+                        "value": self.values(channel, now),
                         "unit": unit,
                         "timestamp": round(now * 1000),
                     }

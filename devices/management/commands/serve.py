@@ -21,8 +21,13 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--no-mqtt", action="store_true", help="do not run the MQTT worker here")
         parser.add_argument("--access-log", action="store_true", help="log every request to stdout")
+        parser.add_argument(
+            "--demo",
+            action="store_true",
+            help="also run simulated ESP32 agents (WebSocket and MQTT) with a living home climate",
+        )
 
-    def handle(self, *args, host, port, no_mqtt, access_log, **options):
+    def handle(self, *args, host, port, no_mqtt, access_log, demo, **options):
         # Daphne installs Twisted's asyncio reactor when imported: import it here, not at the top.
         from daphne.access import AccessLogGenerator
         from daphne.endpoints import build_endpoint_description_strings
@@ -32,12 +37,21 @@ class Command(BaseCommand):
         from devices.gateway import gateway
         from homehub.asgi import application
 
+        demo_mode = None
+        if demo:
+            from devices.demo.runner import Demo
+
+            demo_mode = Demo(host, port)
+            self.stdout.write(demo_mode.prepare())
+            self.stdout.flush()
+        mqtt_url = demo_mode.broker.url if demo_mode and demo_mode.broker.url else settings.MQTT_URL
+
         worker = None
         if settings.MQTT_IN_PROCESS and not no_mqtt:
             from devices.mqtt.worker import Worker
 
             try:
-                worker = Worker(BrokerConfig.from_settings())
+                worker = Worker(BrokerConfig.from_settings(url=mqtt_url))
             except BrokerConfigError as exc:
                 raise CommandError(str(exc)) from None
             logging.getLogger("devices.mqtt").setLevel(logging.INFO)
@@ -52,14 +66,25 @@ class Command(BaseCommand):
                     "shutdown",
                     lambda: defer.Deferred.fromFuture(asyncio.ensure_future(worker.stop())),
                 )
+            if demo_mode is not None:
+                loop.call_soon(demo_mode.start)
+                reactor.addSystemEventTrigger(
+                    "before",
+                    "shutdown",
+                    lambda: defer.Deferred.fromFuture(asyncio.ensure_future(demo_mode.stop())),
+                )
 
         self.stderr.write(
             f"HomeHub on http://{host}:{port}/"
-            + (f" with the MQTT worker ({settings.MQTT_URL})" if worker else " (no MQTT worker here)")
+            + (f" with the MQTT worker ({mqtt_url})" if worker else " (no MQTT worker here)")
         )
-        Server(
-            application=application,
-            endpoints=build_endpoint_description_strings(host=host, port=port),
-            action_logger=AccessLogGenerator(sys.stdout) if access_log else None,
-            ready_callable=ready,
-        ).run()
+        try:
+            Server(
+                application=application,
+                endpoints=build_endpoint_description_strings(host=host, port=port),
+                action_logger=AccessLogGenerator(sys.stdout) if access_log else None,
+                ready_callable=ready,
+            ).run()
+        finally:
+            if demo_mode is not None:
+                demo_mode.close()
