@@ -7,7 +7,7 @@ PORT   ?= 8000
 PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 CONFORMANCE := tests/conformance
 
-.PHONY: run test lint format system-deps
+.PHONY: run demo test lint format system-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,13 @@ run: $(VENV)/.installed-run
 	$(BIN)/python manage.py seed_home
 	$(BIN)/python manage.py ensure_admin
 	$(BIN)/python manage.py serve --host $(HOST) --port $(PORT)
+
+## demo: like run, with simulated ESP32 agents (WebSocket and MQTT) and a living home climate
+demo: $(VENV)/.installed-run
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py seed_home
+	$(BIN)/python manage.py ensure_admin
+	$(BIN)/python manage.py serve --demo --host $(HOST) --port $(PORT)
 
 ## system-deps: Debian packages the tests need (installed only when missing)
 system-deps:

@@ -58,11 +58,11 @@ def banner(base: str, token: str, broker: DemoBroker, agents: list[DemoAgent]) -
             f"  Dashboard:   {base}/   (log in as {login()})",
             f"  Agents:      WebSocket devices {', '.join(ws)}; {over_mqtt}",
             f"  MCP token:   {token}   (all scopes; a new one at every start)",
-            "  MCP client over Streamable HTTP (Claude Desktop, Cursor, VS Code... `mcpServers`):",
+            "  MCP client over Streamable HTTP (an `mcpServers` entry for Claude Code, Cursor...):",
             "    " + json.dumps(configs["http"]),
             f"    npx @modelcontextprotocol/inspector --cli {base}/mcp --transport http"
             f' --header "Authorization: Bearer {token}" --method tools/list',
-            "  MCP client over stdio (the client starts its own hub process: home and sensor tools;",
+            "  MCP client over stdio (Claude Desktop...; it starts its own hub process: home and sensors;",
             "  the demo's device tools need the HTTP endpoint above, or REDIS_URL for both):",
             "    " + json.dumps(configs["stdio"]),
             "  Ctrl-C stops everything.",
