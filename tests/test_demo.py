@@ -1,5 +1,6 @@
 """Demo mode (`manage.py serve --demo`): a newcomer's first minute, and what it writes."""
 
+import asyncio
 import re
 import signal
 import socket
@@ -79,8 +80,9 @@ async def _llm_calls(base: str, token: str):
 
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
     async with http, Client(streamable_http_client(base + "/mcp", http_client=http)) as client:
-        listed = {t.name for t in (await client.list_tools()).tools}
-        assert {VOLUME, READ_SENSOR} <= listed
+        async with asyncio.timeout(30):  # online first, its tools discovered a moment later
+            while not {VOLUME, READ_SENSOR} <= {t.name for t in (await client.list_tools()).tools}:
+                await asyncio.sleep(0.2)
         return (
             await client.call_tool(VOLUME, {"volume": 30}),
             await client.call_tool(READ_SENSOR, {"channel": "co2"}),
