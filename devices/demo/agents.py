@@ -69,7 +69,7 @@ class RoomSensors:
                         self._client.publish(topic, json.dumps(body), qos=1)
                 else:
                     close_old_connections()
-                    latest = store_batch(Batch(readings=readings))
+                    latest = store_batch(Batch(readings=readings, alive={r.device_id for r in readings}))
                     send_home_event({"kind": "telemetry", "count": len(latest), "sensors": latest})
             except Exception:
                 logger.exception("demo: could not record the rooms' readings")

@@ -1,11 +1,18 @@
+from __future__ import annotations
+
 import asyncio
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError
 
 from devices.mqtt.connection import BrokerConfig, BrokerConfigError
+
+if TYPE_CHECKING:
+    from devices.demo.runner import Demo
 
 
 class Command(BaseCommand):
@@ -28,6 +35,26 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, host, port, no_mqtt, access_log, demo, **options):
+        if not demo:
+            self._serve(host, port, no_mqtt=no_mqtt, access_log=access_log)
+            return
+        from devices.demo.runner import Demo
+
+        demo_mode = Demo(host, port)
+        try:  # whatever happens, the demo's private broker goes too
+            try:
+                banner = demo_mode.prepare()
+            except DatabaseError as exc:
+                raise CommandError(f"{exc}: run `python manage.py migrate` first (make demo does)") from None
+            self.stdout.write(banner)
+            self.stdout.flush()
+            self._serve(host, port, no_mqtt=no_mqtt, access_log=access_log, demo=demo_mode)
+        finally:
+            demo_mode.close()
+
+    def _serve(
+        self, host: str, port: int, *, no_mqtt: bool, access_log: bool, demo: Demo | None = None
+    ) -> None:
         # Daphne installs Twisted's asyncio reactor when imported: import it here, not at the top.
         from daphne.access import AccessLogGenerator
         from daphne.endpoints import build_endpoint_description_strings
@@ -37,14 +64,7 @@ class Command(BaseCommand):
         from devices.gateway import gateway
         from homehub.asgi import application
 
-        demo_mode = None
-        if demo:
-            from devices.demo.runner import Demo
-
-            demo_mode = Demo(host, port)
-            self.stdout.write(demo_mode.prepare())
-            self.stdout.flush()
-        mqtt_url = demo_mode.broker.url if demo_mode and demo_mode.broker.url else settings.MQTT_URL
+        mqtt_url = demo.broker.url if demo and demo.broker.url else settings.MQTT_URL
 
         worker = None
         if settings.MQTT_IN_PROCESS and not no_mqtt:
@@ -66,25 +86,21 @@ class Command(BaseCommand):
                     "shutdown",
                     lambda: defer.Deferred.fromFuture(asyncio.ensure_future(worker.stop())),
                 )
-            if demo_mode is not None:
-                loop.call_soon(demo_mode.start)
+            if demo is not None:
+                loop.call_soon(demo.start)
                 reactor.addSystemEventTrigger(
                     "before",
                     "shutdown",
-                    lambda: defer.Deferred.fromFuture(asyncio.ensure_future(demo_mode.stop())),
+                    lambda: defer.Deferred.fromFuture(asyncio.ensure_future(demo.stop())),
                 )
 
         self.stderr.write(
             f"HomeHub on http://{host}:{port}/"
             + (f" with the MQTT worker ({mqtt_url})" if worker else " (no MQTT worker here)")
         )
-        try:
-            Server(
-                application=application,
-                endpoints=build_endpoint_description_strings(host=host, port=port),
-                action_logger=AccessLogGenerator(sys.stdout) if access_log else None,
-                ready_callable=ready,
-            ).run()
-        finally:
-            if demo_mode is not None:
-                demo_mode.close()
+        Server(
+            application=application,
+            endpoints=build_endpoint_description_strings(host=host, port=port),
+            action_logger=AccessLogGenerator(sys.stdout) if access_log else None,
+            ready_callable=ready,
+        ).run()
