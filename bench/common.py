@@ -12,12 +12,15 @@ import os
 import platform
 import secrets
 import shutil
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTOCOL_VERSION = "2025-11-25"
@@ -164,3 +167,82 @@ def start_py_spy(output: str, pid: int) -> subprocess.Popen:
     exe = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     argv = [exe, "record", "--pid", str(pid), "--format", "raw", "--threads", "--rate", "250"]
     return subprocess.Popen([*argv, "--output", output], stdout=subprocess.DEVNULL)
+
+
+# --- processes on loopback: ports, memory, PostgreSQL, Mosquitto ------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def rss_mib(pid: int) -> float:
+    """Resident memory of a process in MiB (0 when it has gone)."""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def create_database(url: str, name: str) -> tuple[str, Callable[[], None]]:
+    """A fresh database `name` on the PostgreSQL server of `url`; returns its URL and a drop
+    function (which also ends whatever connections are left)."""
+    import psycopg
+
+    parts = urlsplit(url)
+    admin = urlunsplit(parts._replace(path="/postgres"))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+    def drop() -> None:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    return urlunsplit(parts._replace(path=f"/{name}")), drop
+
+
+class Mosquitto:
+    """A private, anonymous Mosquitto on a free loopback port with the shipped queue and
+    persistence settings (`deploy/mosquitto/mosquitto.conf`), its database in `folder`: a
+    clean stop saves sessions and queued messages, and `start` again restores them on the
+    same port."""
+
+    SKIPPED = {"listener", "persistence_location", "password_file", "acl_file", "allow_anonymous"}
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.url = f"mqtt://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen[bytes] | None = None
+        shipped = (ROOT / "deploy" / "mosquitto" / "mosquitto.conf").read_text().splitlines()
+        lines = [line for line in shipped if line.split(" ", 1)[0] not in self.SKIPPED]
+        lines += [
+            f"listener {self.port} 127.0.0.1",
+            f"persistence_location {folder}/",
+            "allow_anonymous true",
+            "user root",  # as root it would switch to a user that cannot write `folder`
+        ]
+        self.config = folder / "mosquitto.conf"
+        self.config.write_text("\n".join(lines) + "\n")
+        self.log = folder / "mosquitto.log"
+
+    def start(self) -> Mosquitto:
+        exe = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+        with self.log.open("ab") as log:
+            self.proc = subprocess.Popen([exe, "-c", str(self.config)], stdout=log, stderr=log)
+        deadline = time.monotonic() + 15
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), 0.5):
+                return self
+            time.sleep(0.05)
+        raise RuntimeError(f"mosquitto did not start: see {self.log}")
+
+    def stop(self) -> None:
+        """A clean stop (SIGTERM): Mosquitto writes its persistence file first."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(15)
