@@ -127,6 +127,34 @@ def test_a_broker_restart_mid_stream_loses_nothing_published_at_qos_1(live_env, 
     assert TelemetryReading.objects.count() == 3000
 
 
+def test_a_broker_that_lost_the_workers_session_is_reported_and_ingestion_resumes(live_env, tmp_path):
+    with (
+        broker(tmp_path / "broker") as b,
+        worker(worker_env(live_env, b.url), tmp_path / "w.log", "--client-id", "w") as proc,
+    ):
+        wait_until(lambda: MqttWorker.objects.filter(client_id="w", connected=True).exists())
+        pub = client(b.url)
+        publish_all(pub, readings(10, start=time.time() - 100))
+        wait_until(lambda: TelemetryReading.objects.count() == 10, what="the first readings")
+        b.stop()
+        (tmp_path / "broker" / "mosquitto.db").unlink()  # as if it had crashed before saving
+        b.start()
+        wait_until(lambda: "lost this worker's session" in proc.output(), what="the warning")
+        # The worker subscribes, then publishes its retained birth message (which the broker
+        # forgot with everything else): once it is back, the subscriptions are in place.
+        births = []
+        watcher = client(b.url)
+        watcher.on_message = lambda c, u, m: births.append(m.payload)
+        watcher.subscribe("homehub/status", qos=1)
+        wait_until(lambda: b"online" in births, what="the worker's birth message")
+        watcher.loop_stop()
+        wait_until(lambda: pub.is_connected(), what="the publisher back")
+        publish_all(pub, readings(10, start=time.time() - 50))
+        pub.loop_stop()
+        wait_until(lambda: TelemetryReading.objects.count() == 20, what="readings after the reconnect")
+    assert proc.output().count("lost this worker's session") == 1  # not at the first connection
+
+
 def test_two_workers_with_a_shared_subscription_split_the_load(live_env, tmp_path):
     env = worker_env(live_env, "", MQTT_SHARED_GROUP="hub")
     with broker(tmp_path / "broker") as b:

@@ -127,6 +127,14 @@ class Worker:
         if reason.is_failure:
             logger.warning("mqtt worker: the broker refused the connection: %s", reason)
             return
+        if self.since is not None and not flags.session_present:
+            # The broker forgot this worker's session (it crashed before saving it, or ran
+            # without persistence): whatever was published for it meanwhile was dropped.
+            logger.warning(
+                "mqtt worker %s: the broker lost this worker's session; readings published "
+                "while it was away are lost (is the broker's persistence on?)",
+                self.config.client_id,
+            )
         self.connected = True
         self.since = timezone.now()
         logger.info("mqtt worker %s: connected to %s", self.config.client_id, self.config.address)
