@@ -19,21 +19,25 @@ Traffic, at fixed moderate rates, from this process (asyncio, plus paho's thread
   client with a persistent session (`clean_session=False`), which keeps what is not
   acknowledged and sends it again after a reconnect.
 
-Faults at fixed times: at 30 % of the run the broker is stopped cleanly and started again
-5 s later on the same port with its persistence; at 60 % daphne `a` is SIGKILLed and
-started again 5 s later. Clients behave like real ones: on a refused or broken connection
-they retry (a call three times at most, 1 s apart) on the other process, HTTP with the same
-MCP session (sessions live in the database), WebSockets by reconnecting and initializing
-again, the device by saying hello to the other process.
+Faults at fixed times: at 30 % of the run the broker is stopped cleanly (or SIGKILLed,
+with `--crash-broker`) and started again 5 s later on the same port with its persistence;
+at 60 % daphne `a` is SIGKILLed and started again 5 s later. Clients behave like real
+ones: on a refused or broken connection they retry (a call three times at most, 1 s
+apart) on the other process, HTTP with the same MCP session (sessions live in the
+database), WebSockets by reconnecting and initializing again, the device by saying hello
+to the other process.
 
 At the end the publisher's unacknowledged messages get `--drain` seconds, then the
 database is compared with what the broker acknowledged: lost (acknowledged, never stored;
 must be 0), duplicates (must be 0). Report: calls made, answered and failed attempts by kind
 per traffic type, p50/p99, readings, and the RSS of every hub process over time. A line of
-progress every 30 s. Exit status 1 if readings were lost or duplicated.
+progress every 30 s. Exit status 1 if readings were lost or duplicated. `--speed` multiplies
+every rate (a leak shows sooner). docs/RELIABILITY.md says what the results mean.
 
     .venv/bin/python bench/bench_soak.py                 # 10 minutes (+ ~1 min set-up and drain)
     .venv/bin/python bench/bench_soak.py --minutes 1     # smoke run
+    .venv/bin/python bench/bench_soak.py --minutes 3 --speed 5   # five times the traffic
+    .venv/bin/python bench/bench_soak.py --minutes 2 --crash-broker   # SIGKILL, not a clean stop
 """
 
 from __future__ import annotations
@@ -634,15 +638,15 @@ class Log:
         print(line, flush=True)
 
 
-async def faults(hub: Deployment, log: Log, seconds: float, stop: asyncio.Event) -> None:
+async def faults(hub: Deployment, log: Log, seconds: float, crash_broker: bool, stop: asyncio.Event) -> None:
     async def at(fraction: float) -> bool:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), max(0.0, fraction * seconds - log.elapsed()))
         return not stop.is_set()
 
     if await at(0.3):
-        log.note("broker: clean stop")
-        await asyncio.to_thread(hub.broker.stop)
+        log.note("broker: SIGKILL (crash)" if crash_broker else "broker: clean stop")
+        await asyncio.to_thread(hub.broker.stop, crash_broker)
         await asyncio.sleep(5)
         await asyncio.to_thread(hub.broker.start)
         log.note("broker: started again (same port, its persistence)")
@@ -724,7 +728,7 @@ async def soak(args: argparse.Namespace, hub: Deployment, database_url: str) -> 
             device_traffic(hub, stats["device"], stop),
             dashboard_traffic(hub, stats["dashboard"], home, stop),
             telemetry_traffic(publisher, stop),
-            faults(hub, log, seconds, stop),
+            faults(hub, log, seconds, args.crash_broker, stop),
             sample_memory(hub, log, max(5.0, seconds / 20), stop),
             progress(stats, publisher, database_url, log, stop),
         )
@@ -812,8 +816,16 @@ def main() -> int:
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/postgres")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/7", help="a Redis database of its own")
+    parser.add_argument(
+        "--speed", type=float, default=1.0, help="multiply every rate (e.g. 5 to look for leaks sooner)"
+    )
+    parser.add_argument(
+        "--crash-broker", action="store_true", help="SIGKILL the broker instead of stopping it cleanly"
+    )
     parser.add_argument("--drain", type=float, default=90.0, help="seconds at most to drain at the end")
     args = parser.parse_args()
+    for name in RATES:
+        RATES[name] *= args.speed
 
     import redis
 

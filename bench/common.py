@@ -241,8 +241,9 @@ class Mosquitto:
             time.sleep(0.05)
         raise RuntimeError(f"mosquitto did not start: see {self.log}")
 
-    def stop(self) -> None:
-        """A clean stop (SIGTERM): Mosquitto writes its persistence file first."""
+    def stop(self, crash: bool = False) -> None:
+        """A clean stop (SIGTERM): Mosquitto writes its persistence file first; or a crash
+        (SIGKILL): what changed since its last autosave is gone."""
         if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
+            self.proc.kill() if crash else self.proc.terminate()
             self.proc.wait(15)
