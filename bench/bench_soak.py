@@ -232,8 +232,8 @@ def deploy(args: argparse.Namespace, workdir: Path, database_url: str) -> Deploy
         env,
         workdir / "worker.log",
     )
-    hub = Deployment(workdir, env, broker, daphnes, worker, ports, llm_token, device_token)
-    hub.password = env["HOMEHUB_ADMIN_PASSWORD"]
+    password = env["HOMEHUB_ADMIN_PASSWORD"]
+    hub = Deployment(workdir, env, broker, daphnes, worker, ports, llm_token, device_token, password)
     for process in hub.processes():
         process.start()
     for daphne, base in zip(daphnes, hub.bases, strict=True):
