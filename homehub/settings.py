@@ -221,6 +221,14 @@ MCP_HTTP_JSON_RESPONSE = env_bool("MCP_HTTP_JSON_RESPONSE", False)
 # Tool calls allowed per token per window, shared by every process (0 disables the limit).
 MCP_RATE_LIMIT = int(os.environ.get("MCP_RATE_LIMIT", 600))
 MCP_RATE_WINDOW_SECONDS = int(os.environ.get("MCP_RATE_WINDOW_SECONDS", 60))
+# How long a tool waits for the client's answer to sampling/createMessage or elicitation/create.
+MCP_CLIENT_REQUEST_TIMEOUT_SECONDS = float(os.environ.get("MCP_CLIENT_REQUEST_TIMEOUT_SECONDS", 300))
+# Streamable HTTP resumability (SEP-1699): the `retry` a priming event asks of clients, and
+# how many events of a stream, for how long, are kept (in the cache) for a GET resumed with
+# Last-Event-ID.
+MCP_SSE_RETRY_MS = int(os.environ.get("MCP_SSE_RETRY_MS", 1000))
+MCP_SSE_KEEP_EVENTS = int(os.environ.get("MCP_SSE_KEEP_EVENTS", 100))
+MCP_SSE_KEEP_SECONDS = int(os.environ.get("MCP_SSE_KEEP_SECONDS", 600))
 
 # --- ESP32 devices (/ws/devices/) ------------------------------------------------------------
 # Let devices nobody registered connect, as agents pending an admin's approval.

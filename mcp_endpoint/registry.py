@@ -39,6 +39,7 @@ class Caller:
 
 ProgressSender = Callable[[float, float | None, str | None], Awaitable[None]]
 LogSender = Callable[[str, Any], Awaitable[None]]
+ClientRequester = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 async def _no_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -49,6 +50,14 @@ async def _no_log(level: str, data: Any) -> None:
     return None
 
 
+async def _no_client_requests(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    raise ClientRequestError(f"Esta conexión no permite enviar '{method}' al cliente")
+
+
+async def _no_close() -> None:
+    return None
+
+
 @dataclass
 class ToolContext:
     """What a tool may know of its call: the caller, and ways to report back."""
@@ -56,6 +65,8 @@ class ToolContext:
     caller: Caller
     send_progress: ProgressSender = _no_progress
     send_log: LogSender = _no_log
+    send_request: ClientRequester = _no_client_requests
+    send_close: Callable[[], Awaitable[None]] = _no_close
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
@@ -73,6 +84,20 @@ class ToolContext:
         """A `notifications/message` to the client, filtered by its `logging/setLevel`."""
         await self.send_log(level, data)
 
+    async def request_client(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Send a request to the client in the middle of the call (`sampling/createMessage`,
+        `elicitation/create`) and return its result. Raises ClientRequestError when the
+        client did not declare the capability, answered with an error, or did not answer
+        within MCP_CLIENT_REQUEST_TIMEOUT_SECONDS; left uncaught, it becomes the call's
+        `isError` result."""
+        return await self.send_request(method, params)
+
+    async def close_stream(self) -> None:
+        """Streamable HTTP: end the response stream of this call now; the call goes on and
+        the client picks up what follows with a GET resumed from `Last-Event-ID`
+        (SEP-1699 polling). Elsewhere it does nothing."""
+        await self.send_close()
+
 
 class ToolError(Exception):
     """A failure the model can act on: becomes a result with `isError: true`.
@@ -85,6 +110,10 @@ class ToolError(Exception):
         super().__init__(message)
         self.message = message
         self.structured = structured
+
+
+class ClientRequestError(ToolError):
+    """A request to the client (sampling, elicitation) could not be completed."""
 
 
 @dataclass

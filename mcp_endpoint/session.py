@@ -20,16 +20,26 @@ import base64
 import binascii
 import json
 import logging
+import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 
-from mcp_endpoint import jsonrpc, metrics, ratelimit
+from mcp_endpoint import jsonrpc, metrics, ratelimit, relay
 from mcp_endpoint.jsonrpc import JsonRpcError
-from mcp_endpoint.registry import Caller, ToolContext, ToolError, ToolRegistry, ToolResult, registry
+from mcp_endpoint.registry import (
+    Caller,
+    ClientRequestError,
+    ToolContext,
+    ToolError,
+    ToolRegistry,
+    ToolResult,
+    registry,
+)
 from mcp_endpoint.resources import (
     Prompt,
     ResourceContents,
@@ -68,6 +78,14 @@ INSTRUCTIONS = (
 )
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
+CloseStream = Callable[[], Awaitable[None]]
+
+# Server-to-client requests, and the client capability each needs (declared in initialize).
+CLIENT_REQUEST_CAPABILITY = {
+    "sampling/createMessage": "sampling",
+    "elicitation/create": "elicitation",
+    "roots/list": "roots",
+}
 
 
 def server_info() -> dict[str, str]:
@@ -97,6 +115,7 @@ class RequestContext:
     notify: Send
     stateless: bool
     log_level: str | None
+    close_stream: CloseStream | None = None
 
     @property
     def progress_token(self) -> Any:
@@ -130,6 +149,11 @@ class ServerSession:
         self.resources = resource_registry
         self.state = state or SessionState()
         self._in_flight: dict[jsonrpc.RequestId, asyncio.Task] = {}
+        # Where answers and cancellations for this session's work are routed (see `relay`):
+        # the HTTP session id, whose POSTs may reach any process; a private name otherwise.
+        self.relay_id: str | None = None
+        self._local_id = f"local:{secrets.token_hex(8)}"
+        self.can_ask_client = True  # False where the client cannot hear a request (JSON responses)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._listening = False
         # Awaited before `resources/subscribe` answers: a stream transport starts hearing
@@ -154,7 +178,7 @@ class ServerSession:
                     )
                     await self.send(jsonrpc.error_response(request_id, error))
                     return
-                task = asyncio.ensure_future(self._answer(message))
+                task = asyncio.ensure_future(self._answer_cancellable(message))
                 self._in_flight[request_id] = task
                 task.add_done_callback(lambda _t, rid=request_id: self._in_flight.pop(rid, None))
                 return
@@ -165,12 +189,38 @@ class ServerSession:
         if response is not None:
             await self.send(response)
 
-    async def handle(self, message: Any, *, notify: Send | None = None) -> dict | list | None:
+    async def _answer_cancellable(self, message: dict[str, Any]) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        with self._expecting("cancel", message["id"], lambda _payload: task.cancel()):
+            await self._answer(message)
+
+    async def handle(
+        self, message: Any, *, notify: Send | None = None, close_stream: CloseStream | None = None
+    ) -> dict | list | None:
         """One parsed message (or batch) in, its response out (None when nothing is owed)."""
         notify = notify or self.send
         if isinstance(message, list):
             return await self._handle_batch(message, notify)
-        return await self._handle_one(message, notify)
+        return await self._handle_one(message, notify, close_stream)
+
+    async def handle_cancellable(
+        self, message: Any, *, notify: Send | None = None, close_stream: CloseStream | None = None
+    ) -> dict | list | None:
+        """`handle`, but a `notifications/cancelled` for the request, received by any process
+        serving this session, stops it: the answer is then None (none is owed)."""
+        if not (isinstance(message, dict) and "method" in message and jsonrpc.is_valid_id(message.get("id"))):
+            return await self.handle(message, notify=notify, close_stream=close_stream)
+        work = asyncio.ensure_future(self.handle(message, notify=notify, close_stream=close_stream))
+        with self._expecting("cancel", message["id"], lambda _payload: work.cancel()):
+            await self._listen_across()
+            try:
+                return await work
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if work.cancelled() and current is not None and not current.cancelling():
+                    return None
+                raise
 
     async def drain(self) -> None:
         """Wait for every request still running (end of input on stdio)."""
@@ -206,14 +256,16 @@ class ServerSession:
         responses = [answer for answer in answers if answer is not None]
         return responses or None
 
-    async def _handle_one(self, message: Any, notify: Send) -> dict | None:
+    async def _handle_one(
+        self, message: Any, notify: Send, close_stream: CloseStream | None = None
+    ) -> dict | None:
         try:
             kind = jsonrpc.classify(message)
         except JsonRpcError as exc:
             request_id = message.get("id") if isinstance(message, dict) else None
             return jsonrpc.error_response(request_id if jsonrpc.is_valid_id(request_id) else None, exc)
         if kind == "response":
-            logger.debug("ignoring a response from the client: %s", message.get("id"))
+            await self._deliver("reply", message.get("id"), message)
             return None
         params = message.get("params") or {}
         if kind == "notification":
@@ -224,6 +276,7 @@ class ServerSession:
             if not isinstance(params, dict):
                 raise JsonRpcError(jsonrpc.INVALID_PARAMS, "Invalid params: 'params' must be an object")
             ctx = self._request_context(request_id, message["method"], params, notify)
+            ctx.close_stream = close_stream
             result = await self._dispatch(ctx)
             if ctx.stateless and isinstance(result, dict):
                 result.setdefault("resultType", "complete")
@@ -277,9 +330,9 @@ class ServerSession:
         if method == "notifications/initialized":
             self.state.initialized = True
         elif method == "notifications/cancelled":
-            task = self._in_flight.get(params.get("requestId"))  # type: ignore[arg-type]
-            if task is not None:
-                task.cancel()  # a cancelled request gets no response, as the spec asks
+            # A cancelled request gets no response, as the spec asks.
+            if jsonrpc.is_valid_id(params.get("requestId")):
+                await self._deliver("cancel", params["requestId"], None)
         else:
             logger.debug("ignoring notification %s", method)
 
@@ -394,6 +447,8 @@ class ServerSession:
                 caller=self.caller,
                 send_progress=self._progress_sender(ctx),
                 send_log=self._log_sender(ctx),
+                send_request=lambda method, params: self.request_client(ctx, method, params),
+                send_close=ctx.close_stream or _no_close,
             )
             outcome = await run_tool(tool, arguments, tool_ctx)
         elapsed = time.perf_counter() - started
@@ -431,6 +486,71 @@ class ServerSession:
                 await ctx.notify(jsonrpc.notification("notifications/message", params))
 
         return send_log
+
+    # --- server-to-client requests ------------------------------------------------------
+
+    async def request_client(
+        self, ctx: RequestContext, method: str, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Send `method` to the client on the stream of request `ctx` and wait for its answer.
+
+        The answer comes back through `receive`/`handle` as a JSON-RPC response: on the
+        same connection (stdio, WebSocket) or, over HTTP, as another POST to any process,
+        routed here by `relay`.
+        """
+        if ctx.stateless or not self.can_ask_client:
+            raise ClientRequestError(
+                f"No se puede enviar '{method}' al cliente: hace falta una sesión (initialize) "
+                "con respuestas en streaming"
+            )
+        capability = CLIENT_REQUEST_CAPABILITY.get(method)
+        if capability and capability not in self.state.client_capabilities:
+            raise ClientRequestError(
+                f"El cliente no declaró la capacidad '{capability}' en initialize: no admite '{method}'"
+            )
+        request_id = f"hh-{secrets.token_urlsafe(12)}"
+        answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+
+        def resolve(message: Any) -> None:
+            if not answer.done() and isinstance(message, dict):
+                answer.set_result(message)
+
+        timeout = settings.MCP_CLIENT_REQUEST_TIMEOUT_SECONDS
+        with self._expecting("reply", request_id, resolve):
+            await self._listen_across()
+            await ctx.notify({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+            try:
+                message = await asyncio.wait_for(answer, timeout)
+            except TimeoutError:
+                cancel = {"requestId": request_id, "reason": f"no answer within {timeout:g} s"}
+                await _quietly(ctx.notify, jsonrpc.notification("notifications/cancelled", cancel))
+                raise ClientRequestError(f"El cliente no respondió a '{method}' en {timeout:g} s") from None
+            except asyncio.CancelledError:
+                cancel = {"requestId": request_id, "reason": "the tool call was cancelled"}
+                await _quietly(ctx.notify, jsonrpc.notification("notifications/cancelled", cancel))
+                raise
+        if "error" in message:
+            error = message["error"] if isinstance(message["error"], dict) else {}
+            raise ClientRequestError(
+                f"El cliente respondió a '{method}' con un error: {error.get('message', 'sin mensaje')}"
+            )
+        result = message.get("result")
+        if not isinstance(result, dict):
+            raise ClientRequestError(f"El cliente respondió a '{method}' sin un resultado válido")
+        return result
+
+    def _expecting(self, kind: str, key: Any, handler: relay.Handler):
+        return relay.expecting(kind, self.relay_id or self._local_id, key, handler)
+
+    async def _deliver(self, kind: str, key: Any, payload: Any) -> None:
+        await relay.deliver(
+            kind, self.relay_id or self._local_id, key, payload, broadcast=self.relay_id is not None
+        )
+
+    async def _listen_across(self) -> None:
+        """An HTTP session's answers may reach another process: hear them from there."""
+        if self.relay_id is not None:
+            await relay.listen()
 
     # --- resources and prompts -----------------------------------------------------------
 
@@ -584,6 +704,17 @@ async def run_tool(tool, arguments: Any, ctx: ToolContext) -> ToolResult:
     except Exception:
         logger.exception("tool %s failed", tool.name)
         return ToolResult(is_error=True, text=f"Error interno al ejecutar la herramienta '{tool.name}'")
+
+
+async def _no_close() -> None:
+    return None
+
+
+async def _quietly(send: Send, message: dict[str, Any]) -> None:
+    try:
+        await send(message)
+    except Exception:  # the stream is gone: the client will not wait for this anyway
+        logger.debug("could not deliver %s", message.get("method"))
 
 
 def _error_text(exc: ToolError) -> str:

@@ -29,21 +29,8 @@ INJECT_AUTH = SUITE_DIR / "inject-auth.mjs"
 DOC = ROOT / "docs" / "MCP_CONFORMANCE.md"
 SUITE_TIMEOUT = 100  # seconds; the whole suite takes about 10 here
 
-_SERVER_TO_CLIENT = (
-    "needs server-to-client requests during a tool call (the client's answer arrives as "
-    "another POST, possibly at another process), which the engine does not have yet"
-)
-# The one list of scenarios that cannot pass yet, with the reason.
-NOT_YET = {
-    "tools-call-sampling": "sampling/createMessage " + _SERVER_TO_CLIENT,
-    "tools-call-elicitation": "elicitation/create " + _SERVER_TO_CLIENT,
-    "elicitation-sep1034-defaults": "elicitation/create " + _SERVER_TO_CLIENT,
-    "elicitation-sep1330-enums": "elicitation/create " + _SERVER_TO_CLIENT,
-    "server-sse-polling": (
-        "needs a POST stream closed mid-call and its result delivered on a GET resumed with "
-        "Last-Event-ID (SEP-1699), and a `retry` field; POST streams are not resumable yet"
-    ),
-}
+# The one list of scenarios that cannot pass yet, with the reason (none at the moment).
+NOT_YET: dict[str, str] = {}
 
 pytestmark = [pytest.mark.live, pytest.mark.conformance]
 

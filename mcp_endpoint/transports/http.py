@@ -20,7 +20,7 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from mcp_endpoint import http_sessions, jsonrpc
+from mcp_endpoint import http_sessions, jsonrpc, relay, sse_store
 from mcp_endpoint.db_upkeep import tidy_connections
 from mcp_endpoint.jsonrpc import JsonRpcError
 from mcp_endpoint.registry import Caller
@@ -68,19 +68,40 @@ def _sse_event(data: dict[str, Any], event_id: str) -> bytes:
 
 
 class SseStream:
-    """One response stream; started lazily so a lone result goes out in one write."""
+    """One response stream; started lazily so a lone result goes out in one write.
 
-    def __init__(self, send, headers: list[tuple[str, str]], *, priming: bool = True) -> None:
+    With a `session_id`, its events can be resumed (SEP-1699): a GET stream (`keep_all`)
+    keeps every event in `sse_store`; a POST stream keeps those written after it was cut
+    off (`close()` by a tool, `detach()` when the client went away), and relays each to a
+    GET that resumes it, in whichever process that GET arrives.
+    """
+
+    def __init__(
+        self,
+        send,
+        headers: list[tuple[str, str]],
+        *,
+        priming: bool = True,
+        session_id: str | None = None,
+        stream_id: str | None = None,
+        start: int = 0,
+        keep_all: bool = False,
+    ) -> None:
         self._send = send
         self._headers = headers
         self._priming_enabled = priming
-        self._stream_id = secrets.token_hex(4)
-        self._count = 0
+        self._session_id = session_id
+        self.stream_id = stream_id or secrets.token_hex(8)
+        self._count = start
+        self._record = sse_store.StreamRecord("get" if keep_all else "post")
+        self._keep_all = keep_all
         self.started = False
+        self.cut_off: asyncio.Future[None] | None = None  # set by `watch_cut_off`
+        self._saved: asyncio.Future[None] | None = None
 
     def _next_id(self) -> str:
         self._count += 1
-        return f"{self._stream_id}-{self._count}"
+        return sse_store.event_id(self.stream_id, self._count)
 
     def _start_message(self) -> dict[str, Any]:
         headers = [
@@ -93,27 +114,88 @@ class SseStream:
 
     def _priming(self) -> bytes:
         # Clients before 2025-11-25 may not expect an event with empty data.
-        return f"id: {self._next_id()}\ndata: \n\n".encode() if self._priming_enabled else b""
+        if not self._priming_enabled:
+            return b""
+        return f"id: {self._next_id()}\nretry: {settings.MCP_SSE_RETRY_MS}\ndata: \n\n".encode()
 
-    async def open(self) -> None:
+    @property
+    def detached(self) -> bool:
+        return self.cut_off is not None and self.cut_off.done()
+
+    def watch_cut_off(self) -> asyncio.Future[None]:
+        self.cut_off = asyncio.get_running_loop().create_future()
+        return self.cut_off
+
+    async def open(self, *, priming: bool = True) -> None:
         """Send the headers and the priming event (an id and empty data) now."""
         await self._send(self._start_message())
-        await self._send({"type": "http.response.body", "body": self._priming(), "more_body": True})
+        body = self._priming() if priming else b""
+        await self._send({"type": "http.response.body", "body": body, "more_body": True})
         self.started = True
 
     async def event(self, message: dict[str, Any], *, last: bool = False) -> None:
+        if self.detached:
+            self._count += 1
+            await self._keep(self._count, message, last)
+            return
         if self.started:
-            chunk = _sse_event(message, self._next_id())
+            event_id = self._next_id()
+            chunk = _sse_event(message, event_id)
         else:  # headers, priming event and this one in a single write
             await self._send(self._start_message())
-            chunk = self._priming() + _sse_event(message, self._next_id())
+            priming = self._priming()
+            event_id = self._next_id()
+            chunk = priming + _sse_event(message, event_id)
             self.started = True
         await self._send({"type": "http.response.body", "body": chunk, "more_body": not last})
+        if self._keep_all:
+            await self._keep(self._count, message, last)
+
+    async def replay(self, event_id: str, message: dict[str, Any]) -> None:
+        """Send an event kept from another stream, under its own id."""
+        chunk = _sse_event(message, event_id)
+        await self._send({"type": "http.response.body", "body": chunk, "more_body": True})
+
+    async def _keep(self, seq: int, message: dict[str, Any], last: bool) -> None:
+        if self._session_id is None:
+            return
+        if self._saved is not None:
+            await self._saved  # the empty record first, never after the events
+        self._record.events.append((seq, message))
+        self._record.done = last
+        await sse_store.save(self._session_id, self.stream_id, self._record)
+        payload = {"seq": seq, "message": message, "last": last}
+        await relay.deliver("stream", self._session_id, self.stream_id, payload)
+
+    async def close(self) -> None:
+        """End the response now (a tool's `close_stream`); later events are kept instead."""
+        if self.detached or self._session_id is None or not self._priming_enabled:
+            return  # without an event id the client could not resume: keep the stream
+        if not self.started:
+            await self.open()
+        await self._send({"type": "http.response.body", "body": b"", "more_body": False})
+        self.detach()
+        if self._saved is not None:
+            await self._saved
+
+    def detach(self) -> None:
+        """From now on, keep the events: the client will come back for them with a GET."""
+        if self.cut_off is None:
+            self.watch_cut_off()
+        assert self.cut_off is not None
+        if not self.cut_off.done():
+            self.cut_off.set_result(None)
+            if self._session_id is not None:  # a GET may come before any event: show the stream
+                self._saved = asyncio.ensure_future(
+                    sse_store.save(self._session_id, self.stream_id, self._record)
+                )
 
     async def comment(self, text: str) -> None:
         await self._send({"type": "http.response.body", "body": f": {text}\n\n".encode(), "more_body": True})
 
     async def finish(self) -> None:
+        if self.detached:
+            return
         if not self.started:
             await self._send(self._start_message())
             self.started = True
@@ -239,11 +321,9 @@ class StreamableHttpApp:
         if found is None:
             return
         session_id, state = found
-        before = http_sessions.fingerprint(state)
         session = ServerSession(caller, _discard, state=state)
-        await self._answer(send, session, message, [("mcp-session-id", session_id)])
-        if http_sessions.fingerprint(session.state) != before:
-            await asave_session(session_id, session.state)
+        session.relay_id = session_id
+        await self._answer(send, receive, session, message, session_id)
 
     @staticmethod
     def _header_mismatch(headers: dict[str, str], message: dict[str, Any]) -> str | None:
@@ -302,35 +382,65 @@ class StreamableHttpApp:
             extra.append(("mcp-session-id", session_id))
         await self._send_response(send, response, extra, priming=_primes(session.state.protocol_version))
 
-    async def _answer(self, send, session: ServerSession, message: Any, extra: list[tuple[str, str]]) -> None:
-        """Handle a message; stream notifications and the response back on this request."""
+    async def _answer(self, send, receive, session: ServerSession, message: Any, session_id: str) -> None:
+        """Handle a message; stream notifications, requests to the client and the response
+        back on this request. A stream cut off mid-call (by the tool, or the client going
+        away) ends this request; the call goes on and its events are kept for a GET resuming
+        the stream."""
+        extra = [("mcp-session-id", session_id)]
+        before = http_sessions.fingerprint(session.state)
         has_request = any(
             isinstance(m, dict) and "method" in m and "id" in m
             for m in (message if isinstance(message, list) else [message])
         )
         if not has_request:
             await session.handle(message)
-            await session.close()
+            await _finish_session(session, session_id, before)
             await respond(send, 202, headers=extra)
             return
         if settings.MCP_HTTP_JSON_RESPONSE:
-            response = await session.handle(message)
-            await session.close()
-            await self._send_response(send, response, extra)
+            session.can_ask_client = False  # the client hears nothing before the response
+            response = await session.handle_cancellable(message)
+            await _finish_session(session, session_id, before)
+            if response is None:
+                await respond(send, 202, headers=extra)
+            else:
+                await self._send_response(send, response, extra)
             return
-        stream = SseStream(send, extra, priming=_primes(session.state.protocol_version))
-        response = await session.handle(message, notify=stream.event)
-        await session.close()
+        stream = SseStream(
+            send, extra, priming=_primes(session.state.protocol_version), session_id=session_id
+        )
+        cut_off = stream.watch_cut_off()
+        work = asyncio.ensure_future(self._stream_answer(send, session, message, stream, session_id, before))
+        gone = asyncio.ensure_future(_wait_disconnect(receive))
+        gone.add_done_callback(lambda task: task.cancelled() or stream.detach())
+        try:
+            await asyncio.wait({work, cut_off}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            work.cancel()
+            raise
+        finally:
+            gone.cancel()
+        if work.done():
+            work.result()
+        else:
+            work.add_done_callback(_log_failure)
+
+    async def _stream_answer(
+        self, send, session: ServerSession, message: Any, stream: SseStream, session_id: str, before: tuple
+    ) -> None:
+        extra = [("mcp-session-id", session_id)]
+        response = await session.handle_cancellable(message, notify=stream.event, close_stream=stream.close)
+        await _finish_session(session, session_id, before)
         if not stream.started and _forbidden(response):
             await self._send_response(send, response, extra)
-            return
-        if response is None:  # cancelled
+        elif response is None:  # cancelled
             if stream.started:
                 await stream.finish()
             else:
                 await respond(send, 202, headers=extra)
-            return
-        await stream.event(response, last=True)
+        else:
+            await stream.event(response, last=True)
 
     async def _send_response(
         self, send, response: Any, extra: list[tuple[str, str]], *, priming: bool = True
@@ -363,6 +473,11 @@ class StreamableHttpApp:
         if found is None:
             return
         session_id, state = found
+        resume = sse_store.parse_event_id(request.headers.get("last-event-id"))
+        record = await sse_store.load(session_id, resume[0]) if resume else None
+        if resume and record is not None and record.kind == "post":
+            await self._resume_post(receive, send, session_id, *resume)
+            return
         queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=1000)
 
         async def enqueue(message: dict[str, Any]) -> None:
@@ -371,8 +486,21 @@ class StreamableHttpApp:
 
         session = ServerSession(caller, enqueue, state=state)
         session.listen_for_changes()
-        stream = SseStream(send, [("mcp-session-id", session_id)], priming=_primes(state.protocol_version))
-        await stream.open()
+        headers = [("mcp-session-id", session_id)]
+        priming = _primes(state.protocol_version)
+        if resume and record is not None:  # the GET stream again: what it missed, then on
+            stream = SseStream(
+                send, headers, priming=priming, session_id=session_id, stream_id=resume[0], keep_all=True
+            )
+            stream._record = record
+            missed = record.after(resume[1])
+            stream._count = max([resume[1], *(n for n, _ in record.events)])
+            await stream.open(priming=False)
+            for seq, message in missed:
+                await stream.replay(sse_store.event_id(resume[0], seq), message)
+        else:
+            stream = SseStream(send, headers, priming=priming, session_id=session_id, keep_all=True)
+            await stream.open()
         disconnected = asyncio.ensure_future(_wait_disconnect(receive))
         changes = asyncio.ensure_future(_forward_changes(session, session_id, token))
         try:
@@ -393,6 +521,40 @@ class StreamableHttpApp:
             disconnected.cancel()
             changes.cancel()
             await session.close()
+
+    async def _resume_post(self, receive, send, session_id: str, stream_id: str, seen: int) -> None:
+        """A GET resuming a POST stream cut off mid-call: the events it missed, then the
+        rest as the call (in this process or another) produces them, up to its response."""
+        live: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        with relay.expecting("stream", session_id, stream_id, live.put_nowait):
+            await relay.listen()
+            record = await sse_store.load(session_id, stream_id)  # again, now that nothing is missed
+            stream = SseStream(send, [("mcp-session-id", session_id)])
+            await stream.open(priming=False)
+            done = record is None or record.done
+            for seq, message in record.after(seen) if record else []:
+                await stream.replay(sse_store.event_id(stream_id, seq), message)
+                seen = seq
+            disconnected = asyncio.ensure_future(_wait_disconnect(receive))
+            try:
+                while not done and not disconnected.done():
+                    getter = asyncio.ensure_future(live.get())
+                    finished, _ = await asyncio.wait(
+                        {getter, disconnected}, timeout=KEEPALIVE_SECONDS, return_when="FIRST_COMPLETED"
+                    )
+                    if getter not in finished:
+                        getter.cancel()
+                        if not finished:
+                            await stream.comment("keep-alive")
+                        continue
+                    item = getter.result()
+                    if item["seq"] > seen:
+                        await stream.replay(sse_store.event_id(stream_id, item["seq"]), item["message"])
+                        seen = item["seq"]
+                    done = bool(item["last"])
+            finally:
+                disconnected.cancel()
+            await stream.finish()
 
     async def _delete(self, request: Request, send, token) -> None:
         found = await self._session(request.headers, send, token)
@@ -454,6 +616,17 @@ def _decode_header_value(value: str | None) -> str | None:
 
 def _forbidden(response: Any) -> bool:
     return isinstance(response, dict) and response.get("error", {}).get("code") == jsonrpc.FORBIDDEN
+
+
+async def _finish_session(session: ServerSession, session_id: str, before: tuple) -> None:
+    await session.close()
+    if http_sessions.fingerprint(session.state) != before:
+        await asave_session(session_id, session.state)
+
+
+def _log_failure(task: asyncio.Task) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        logger.error("MCP call on a stream cut off failed", exc_info=task.exception())
 
 
 async def _discard(message: dict[str, Any]) -> None:

@@ -2,10 +2,10 @@
 (`@modelcontextprotocol/conformance`, pinned in tests/conformance/package.json), declared
 through HomeHub's own registries, with the names and behaviour each scenario asks for.
 
-Not declared, because the engine cannot serve them yet (docs/MCP_CONFORMANCE.md):
-`test_sampling`, `test_elicitation`, `test_elicitation_sep1034_defaults`,
-`test_elicitation_sep1330_enums` (server-to-client requests) and `test_reconnection`
-(closing a POST stream mid-call and resuming it on GET).
+The server-to-client fixtures (`test_sampling`, `test_elicitation`,
+`test_elicitation_sep1034_defaults`, `test_elicitation_sep1330_enums`) ask the client
+through `ToolContext.request_client`; `test_reconnection` closes its POST stream mid-call
+so that its result arrives on a GET resumed with `Last-Event-ID`.
 """
 
 from __future__ import annotations
@@ -116,6 +116,120 @@ async def test_tool_with_progress(args: NoArguments, ctx: ToolContext) -> ToolRe
 def test_error_handling(args: NoArguments, ctx: ToolContext) -> ToolResult:
     """Always fails (conformance fixture)."""
     raise ToolError("This tool intentionally returns an error for testing")
+
+
+class Prompted(BaseModel):
+    prompt: str
+
+
+@tool(scope="read", read_only=True)
+async def test_sampling(args: Prompted, ctx: ToolContext) -> ToolResult:
+    """Asks the client's LLM to answer the prompt (conformance fixture)."""
+    answer = await ctx.request_client(
+        "sampling/createMessage",
+        {"messages": [{"role": "user", "content": _text(args.prompt)}], "maxTokens": 100},
+    )
+    content = answer.get("content")
+    text = content.get("text") if isinstance(content, dict) else None
+    return ToolResult(content=[_text(f"LLM response: {text}")])
+
+
+class Message(BaseModel):
+    message: str
+
+
+def _elicitation_text(answer: dict[str, Any]) -> str:
+    return f"action={answer.get('action')}, content={json.dumps(answer.get('content'))}"
+
+
+@tool(scope="read", read_only=True)
+async def test_elicitation(args: Message, ctx: ToolContext) -> ToolResult:
+    """Asks the user for a username and an email (conformance fixture)."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "username": {"type": "string", "description": "User's response"},
+            "email": {"type": "string", "description": "User's email address"},
+        },
+        "required": ["username", "email"],
+    }
+    answer = await ctx.request_client(
+        "elicitation/create", {"message": args.message, "requestedSchema": schema}
+    )
+    return ToolResult(content=[_text(f"User response: {_elicitation_text(answer)}")])
+
+
+async def _elicit(ctx: ToolContext, message: str, properties: dict[str, Any]) -> ToolResult:
+    schema = {"type": "object", "properties": properties, "required": []}
+    answer = await ctx.request_client("elicitation/create", {"message": message, "requestedSchema": schema})
+    return ToolResult(content=[_text(f"Elicitation completed: {_elicitation_text(answer)}")])
+
+
+@tool(scope="read", read_only=True)
+async def test_elicitation_sep1034_defaults(args: NoArguments, ctx: ToolContext) -> ToolResult:
+    """Elicitation whose fields all carry defaults (conformance fixture, SEP-1034)."""
+    return await _elicit(
+        ctx,
+        "Test client default value handling - please accept with defaults",
+        {
+            "name": {"type": "string", "description": "User name", "default": "John Doe"},
+            "age": {"type": "integer", "description": "User age", "default": 30},
+            "score": {"type": "number", "description": "User score", "default": 95.5},
+            "status": {
+                "type": "string",
+                "description": "User status",
+                "enum": ["active", "inactive", "pending"],
+                "default": "active",
+            },
+            "verified": {"type": "boolean", "description": "Verification status", "default": True},
+        },
+    )
+
+
+def _titled(*pairs: tuple[str, str]) -> list[dict[str, str]]:
+    return [{"const": value, "title": title} for value, title in pairs]
+
+
+@tool(scope="read", read_only=True)
+async def test_elicitation_sep1330_enums(args: NoArguments, ctx: ToolContext) -> ToolResult:
+    """Elicitation with the five enum forms (conformance fixture, SEP-1330)."""
+    options = ["option1", "option2", "option3"]
+    return await _elicit(
+        ctx,
+        "Pick from each list",
+        {
+            "untitledSingle": {"type": "string", "enum": options},
+            "titledSingle": {
+                "type": "string",
+                "oneOf": _titled(
+                    ("value1", "First Option"), ("value2", "Second Option"), ("value3", "Third Option")
+                ),
+            },
+            "legacyEnum": {
+                "type": "string",
+                "enum": ["opt1", "opt2", "opt3"],
+                "enumNames": ["Option One", "Option Two", "Option Three"],
+            },
+            "untitledMulti": {"type": "array", "items": {"type": "string", "enum": options}},
+            "titledMulti": {
+                "type": "array",
+                "items": {
+                    "anyOf": _titled(
+                        ("value1", "First Choice"), ("value2", "Second Choice"), ("value3", "Third Choice")
+                    )
+                },
+            },
+        },
+    )
+
+
+@tool(scope="read", read_only=True)
+async def test_reconnection(args: NoArguments, ctx: ToolContext) -> ToolResult:
+    """Closes its response stream mid-call, then answers (conformance fixture, SEP-1699)."""
+    await asyncio.sleep(0.05)
+    await ctx.close_stream()
+    await asyncio.sleep(0.2)
+    return ToolResult(content=[_text("Reconnection test completed successfully")])
 
 
 class AnyObject(BaseModel):

@@ -1,0 +1,113 @@
+"""Messages for work in flight on a Streamable HTTP session, whichever process runs it.
+
+Over HTTP, what concerns a running request arrives as another POST, possibly at another
+daphne process: the client's answer to a server-to-client request (`sampling/createMessage`,
+`elicitation/create`), a `notifications/cancelled`, or a GET resuming a stream. The process
+running the work registers a handler here under (kind, session id, key); a delivery is
+handed to the local handler when there is one, else broadcast once on the channel layer,
+where every process that has work waiting listens (one channel per process) and picks up
+what it registered. Nothing touches the channel layer on the hot path: a process joins the
+group the first time something waits, and deliveries are rare (answers, cancellations).
+
+Keys are scoped by session id: a client can only reach work of a session whose id it holds
+(and the transport has checked that session belongs to its token).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from channels.layers import get_channel_layer
+
+from homehub.groups import keep_joined, receive_forever
+
+logger = logging.getLogger(__name__)
+
+GROUP = "mcp.relay"
+MESSAGE_TYPE = "mcp.relay"
+
+Handler = Callable[[Any], None]
+_handlers: dict[tuple[str, str, str], Handler] = {}
+
+
+def _key(kind: str, session_id: str, key: Any) -> tuple[str, str, str]:
+    return (kind, session_id, json.dumps(key, sort_keys=True))
+
+
+class _Listener:
+    """This process's channel on the relay group, bound to one event loop."""
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.tasks: list[asyncio.Task] = []
+        self.lock: asyncio.Lock | None = None
+
+    async def ensure(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self.loop is loop and all(not t.done() for t in self.tasks):
+            return
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        if self.loop is not loop or self.lock is None:
+            self.loop, self.lock, self.tasks = loop, asyncio.Lock(), []
+        async with self.lock:
+            if self.tasks and all(not t.done() for t in self.tasks):
+                return
+            channel = await layer.new_channel()
+            await layer.group_add(GROUP, channel)
+            self.tasks = [
+                asyncio.ensure_future(receive_forever(layer, channel, _on_message, "MCP relay")),
+                keep_joined(layer, lambda: (GROUP,), channel),
+            ]
+
+
+_listener = _Listener()
+
+
+async def _on_message(message: dict[str, Any]) -> None:
+    handler = _handlers.get((message.get("kind"), message.get("session"), message.get("key")))  # type: ignore[arg-type]
+    if handler is not None:
+        handler(message.get("payload"))
+
+
+async def listen() -> None:
+    """Make sure deliveries broadcast by other processes reach this one (call before
+    registering work that another process may have to reach)."""
+    await _listener.ensure()
+
+
+@contextmanager
+def expecting(kind: str, session_id: str, key: Any, handler: Handler) -> Iterator[None]:
+    """Route deliveries of (kind, session_id, key) to `handler` while the block runs."""
+    entry = _key(kind, session_id, key)
+    _handlers[entry] = handler
+    try:
+        yield
+    finally:
+        if _handlers.get(entry) is handler:
+            del _handlers[entry]
+
+
+async def deliver(kind: str, session_id: str, key: Any, payload: Any, *, broadcast: bool = True) -> None:
+    """Hand `payload` to whatever waits for (kind, session_id, key), here or (`broadcast`)
+    in another process. Nothing waiting anywhere: it is dropped (a late answer, a finished
+    call)."""
+    entry = _key(kind, session_id, key)
+    handler = _handlers.get(entry)
+    if handler is not None:
+        handler(payload)
+        return
+    layer = get_channel_layer() if broadcast else None
+    if layer is None:
+        return
+    message = {"type": MESSAGE_TYPE, "kind": kind, "session": session_id, "key": entry[2], "payload": payload}
+    try:
+        await layer.group_send(GROUP, message)
+    except Exception:  # the layer is down: the waiting side times out, as if the message were lost
+        logger.exception("could not relay %s for an MCP session", kind)
