@@ -84,7 +84,8 @@ class SseStream:
         priming: bool = True,
         session_id: str | None = None,
         stream_id: str | None = None,
-        start: int = 0,
+        record: sse_store.StreamRecord | None = None,
+        seen: int = 0,
         keep_all: bool = False,
     ) -> None:
         self._send = send
@@ -92,8 +93,8 @@ class SseStream:
         self._priming_enabled = priming
         self._session_id = session_id
         self.stream_id = stream_id or secrets.token_hex(8)
-        self._count = start
-        self._record = sse_store.StreamRecord("get" if keep_all else "post")
+        self._record = record or sse_store.StreamRecord("get" if keep_all else "post")
+        self._count = max([seen, *(n for n, _ in self._record.events)])  # the next event's id follows
         self._keep_all = keep_all
         self.started = False
         self.cut_off: asyncio.Future[None] | None = None  # set by `watch_cut_off`
@@ -489,14 +490,18 @@ class StreamableHttpApp:
         headers = [("mcp-session-id", session_id)]
         priming = _primes(state.protocol_version)
         if resume and record is not None:  # the GET stream again: what it missed, then on
+            stream_id, seen = resume
             stream = SseStream(
-                send, headers, priming=priming, session_id=session_id, stream_id=resume[0], keep_all=True
+                send,
+                headers,
+                session_id=session_id,
+                stream_id=stream_id,
+                record=record,
+                seen=seen,
+                keep_all=True,
             )
-            stream._record = record
-            missed = record.after(resume[1])
-            stream._count = max([resume[1], *(n for n, _ in record.events)])
             await stream.open(priming=False)
-            for seq, message in missed:
+            for seq, message in record.after(seen):
                 await stream.replay(sse_store.event_id(resume[0], seq), message)
         else:
             stream = SseStream(send, headers, priming=priming, session_id=session_id, keep_all=True)
