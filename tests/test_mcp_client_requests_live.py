@@ -180,3 +180,39 @@ def test_answers_cancellations_and_resumes_reach_the_process_running_the_call(
 
     assert found["cut_off"] == []  # only the priming event before the server closed the stream
     assert found["resumed"][-1]["result"]["content"][0]["text"] == "Reconnection test completed successfully"
+
+
+def test_a_resumed_get_stream_replays_what_the_client_missed(live_env, make_token):
+    token = make_token()
+
+    async def scenario(base: str) -> tuple[list[dict], list[dict]]:
+        async with httpx.AsyncClient(timeout=10) as http:
+            agent = Agent(http, token)
+            await agent.initialize(base)
+            subscribe = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "resources/subscribe",
+                "params": {"uri": "home://alarm"},
+            }
+            await agent.post(base, subscribe)
+            headers = {**agent.headers, "accept": "text/event-stream"}
+            async with http.stream("GET", base + "/mcp", headers=headers) as response:
+                stream = events(response)
+                priming_id, _ = await stream.__anext__()
+                await asyncio.sleep(0.3)  # let the stream join the change group
+                arm = {"name": "set_alarm_state", "arguments": {"armed": True}}
+                await agent.post(base, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": arm})
+                heard, _ = await until(stream, lambda m: m.get("method") == "notifications/resources/updated")
+            # Say the connection broke before that event arrived: resume after the priming event.
+            async with agent.resume(base, priming_id) as response:
+                replayed, _ = await until(events(response), lambda m: m.get("method") == heard[-1]["method"])
+            return heard, replayed
+
+    async def bounded(base: str):
+        return await asyncio.wait_for(scenario(base), 30)
+
+    with hub(live_env) as base:
+        heard, replayed = async_to_sync(bounded)(base)
+    assert heard[-1]["params"] == {"uri": "home://alarm"}
+    assert replayed == [heard[-1]]
