@@ -3,8 +3,8 @@
 Kept in the cache (Redis when REDIS_URL is set, so every process sees them), per stream,
 the last MCP_SSE_KEEP_EVENTS events for MCP_SSE_KEEP_SECONDS. A GET stream keeps every
 event it sends (they are rare: notifications). A POST stream keeps its events from the
-moment it is cut off (the server closed it mid-call, or the client went away): what it
-wrote to a live connection before was delivered, and a tool call pays no cache write.
+moment the server cuts it off mid-call (`ToolContext.close_stream`): what it wrote to a
+live connection before was delivered, and a tool call pays no cache write.
 """
 
 from __future__ import annotations

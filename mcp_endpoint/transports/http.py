@@ -72,7 +72,7 @@ class SseStream:
 
     With a `session_id`, its events can be resumed (SEP-1699): a GET stream (`keep_all`)
     keeps every event in `sse_store`; a POST stream keeps those written after it was cut
-    off (`close()` by a tool, `detach()` when the client went away), and relays each to a
+    off (`close()` by a tool), and relays each to a
     GET that resumes it, in whichever process that GET arrives.
     """
 
@@ -385,9 +385,8 @@ class StreamableHttpApp:
 
     async def _answer(self, send, receive, session: ServerSession, message: Any, session_id: str) -> None:
         """Handle a message; stream notifications, requests to the client and the response
-        back on this request. A stream cut off mid-call (by the tool, or the client going
-        away) ends this request; the call goes on and its events are kept for a GET resuming
-        the stream."""
+        back on this request. A stream the tool cuts off mid-call ends this request; the
+        call goes on and its events are kept for a GET resuming the stream."""
         extra = [("mcp-session-id", session_id)]
         before = http_sessions.fingerprint(session.state)
         has_request = any(
@@ -413,15 +412,11 @@ class StreamableHttpApp:
         )
         cut_off = stream.watch_cut_off()
         work = asyncio.ensure_future(self._stream_answer(send, session, message, stream, session_id, before))
-        gone = asyncio.ensure_future(_wait_disconnect(receive))
-        gone.add_done_callback(lambda task: task.cancelled() or stream.detach())
         try:
             await asyncio.wait({work, cut_off}, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             work.cancel()
             raise
-        finally:
-            gone.cancel()
         if work.done():
             work.result()
         else:
