@@ -16,7 +16,6 @@ Keys are scoped by session id: a client can only reach work of a session whose i
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -32,11 +31,8 @@ GROUP = "mcp.relay"
 MESSAGE_TYPE = "mcp.relay"
 
 Handler = Callable[[Any], None]
-_handlers: dict[tuple[str, str, str], Handler] = {}
-
-
-def _key(kind: str, session_id: str, key: Any) -> tuple[str, str, str]:
-    return (kind, session_id, json.dumps(key, sort_keys=True))
+Key = str | int  # a JSON-RPC id
+_handlers: dict[tuple[str, str, Key], Handler] = {}
 
 
 class _Listener:
@@ -71,7 +67,10 @@ _listener = _Listener()
 
 
 async def _on_message(message: dict[str, Any]) -> None:
-    handler = _handlers.get((message.get("kind"), message.get("session"), message.get("key")))  # type: ignore[arg-type]
+    key = message.get("key")
+    if not isinstance(key, (str, int)):
+        return
+    handler = _handlers.get((str(message.get("kind")), str(message.get("session")), key))
     if handler is not None:
         handler(message.get("payload"))
 
@@ -83,9 +82,9 @@ async def listen() -> None:
 
 
 @contextmanager
-def expecting(kind: str, session_id: str, key: Any, handler: Handler) -> Iterator[None]:
+def expecting(kind: str, session_id: str, key: Key, handler: Handler) -> Iterator[None]:
     """Route deliveries of (kind, session_id, key) to `handler` while the block runs."""
-    entry = _key(kind, session_id, key)
+    entry = (kind, session_id, key)
     _handlers[entry] = handler
     try:
         yield
@@ -94,19 +93,18 @@ def expecting(kind: str, session_id: str, key: Any, handler: Handler) -> Iterato
             del _handlers[entry]
 
 
-async def deliver(kind: str, session_id: str, key: Any, payload: Any, *, broadcast: bool = True) -> None:
+async def deliver(kind: str, session_id: str, key: Key, payload: Any, *, broadcast: bool = True) -> None:
     """Hand `payload` to whatever waits for (kind, session_id, key), here or (`broadcast`)
     in another process. Nothing waiting anywhere: it is dropped (a late answer, a finished
     call)."""
-    entry = _key(kind, session_id, key)
-    handler = _handlers.get(entry)
+    handler = _handlers.get((kind, session_id, key))
     if handler is not None:
         handler(payload)
         return
     layer = get_channel_layer() if broadcast else None
     if layer is None:
         return
-    message = {"type": MESSAGE_TYPE, "kind": kind, "session": session_id, "key": entry[2], "payload": payload}
+    message = {"type": MESSAGE_TYPE, "kind": kind, "session": session_id, "key": key, "payload": payload}
     try:
         await layer.group_send(GROUP, message)
     except Exception:  # the layer is down: the waiting side times out, as if the message were lost

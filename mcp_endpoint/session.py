@@ -22,7 +22,8 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,6 +104,11 @@ class SessionState:
     client_capabilities: dict[str, Any] = field(default_factory=dict)
     log_level: str | None = None  # no log notifications until the client asks with logging/setLevel
     subscriptions: list[str] = field(default_factory=list)  # resource URIs
+
+
+@dataclass
+class CancelWatch:
+    requested: bool = False  # the client cancelled the request
 
 
 @dataclass
@@ -192,7 +198,7 @@ class ServerSession:
     async def _answer_cancellable(self, message: dict[str, Any]) -> None:
         task = asyncio.current_task()
         assert task is not None
-        with self._expecting("cancel", message["id"], lambda _payload: task.cancel()):
+        with self.cancellable(message, task):
             await self._answer(message)
 
     async def handle(
@@ -207,20 +213,36 @@ class ServerSession:
     async def handle_cancellable(
         self, message: Any, *, notify: Send | None = None, close_stream: CloseStream | None = None
     ) -> dict | list | None:
-        """`handle`, but a `notifications/cancelled` for the request, received by any process
-        serving this session, stops it: the answer is then None (none is owed)."""
-        if not (isinstance(message, dict) and "method" in message and jsonrpc.is_valid_id(message.get("id"))):
-            return await self.handle(message, notify=notify, close_stream=close_stream)
-        work = asyncio.ensure_future(self.handle(message, notify=notify, close_stream=close_stream))
-        with self._expecting("cancel", message["id"], lambda _payload: work.cancel()):
-            await self._listen_across()
+        """`handle`, in the current task, but a `notifications/cancelled` for the request,
+        received by any process serving this session, stops it: the answer is then None
+        (none is owed)."""
+        task = asyncio.current_task()
+        assert task is not None
+        await self._listen_across()
+        with self.cancellable(message, task) as watch:
             try:
-                return await work
+                return await self.handle(message, notify=notify, close_stream=close_stream)
             except asyncio.CancelledError:
-                current = asyncio.current_task()
-                if work.cancelled() and current is not None and not current.cancelling():
-                    return None
-                raise
+                if not watch.requested:
+                    raise
+                task.uncancel()
+                return None
+
+    @contextmanager
+    def cancellable(self, message: Any, task: asyncio.Task) -> Iterator[CancelWatch]:
+        """While the block runs, a `notifications/cancelled` for `message` (a request) cancels
+        `task`; the watch says whether that happened."""
+        watch = CancelWatch()
+        if not (isinstance(message, dict) and "method" in message and jsonrpc.is_valid_id(message.get("id"))):
+            yield watch
+            return
+
+        def cancel(_payload: Any) -> None:
+            watch.requested = True
+            task.cancel()
+
+        with self._expecting("cancel", message["id"], cancel):
+            yield watch
 
     async def drain(self) -> None:
         """Wait for every request still running (end of input on stdio)."""
@@ -265,7 +287,8 @@ class ServerSession:
             request_id = message.get("id") if isinstance(message, dict) else None
             return jsonrpc.error_response(request_id if jsonrpc.is_valid_id(request_id) else None, exc)
         if kind == "response":
-            await self._deliver("reply", message.get("id"), message)
+            if jsonrpc.is_valid_id(message.get("id")):
+                await self._deliver("reply", message["id"], message)
             return None
         params = message.get("params") or {}
         if kind == "notification":
@@ -539,10 +562,10 @@ class ServerSession:
             raise ClientRequestError(f"El cliente respondió a '{method}' sin un resultado válido")
         return result
 
-    def _expecting(self, kind: str, key: Any, handler: relay.Handler):
+    def _expecting(self, kind: str, key: relay.Key, handler: relay.Handler):
         return relay.expecting(kind, self.relay_id or self._local_id, key, handler)
 
-    async def _deliver(self, kind: str, key: Any, payload: Any) -> None:
+    async def _deliver(self, kind: str, key: relay.Key, payload: Any) -> None:
         await relay.deliver(
             kind, self.relay_id or self._local_id, key, payload, broadcast=self.relay_id is not None
         )

@@ -165,8 +165,9 @@ class SseStream:
         self._record.events.append((seq, message))
         self._record.done = last
         await sse_store.save(self._session_id, self.stream_id, self._record)
-        payload = {"seq": seq, "message": message, "last": last}
-        await relay.deliver("stream", self._session_id, self.stream_id, payload)
+        if not self._keep_all:  # a POST stream cut off: a GET resuming it follows it live
+            payload = {"seq": seq, "message": message, "last": last}
+            await relay.deliver("stream", self._session_id, self.stream_id, payload)
 
     async def close(self) -> None:
         """End the response now (a tool's `close_stream`); later events are kept instead."""
@@ -324,7 +325,7 @@ class StreamableHttpApp:
         session_id, state = found
         session = ServerSession(caller, _discard, state=state)
         session.relay_id = session_id
-        await self._answer(send, receive, session, message, session_id)
+        await self._answer(send, session, message, session_id)
 
     @staticmethod
     def _header_mismatch(headers: dict[str, str], message: dict[str, Any]) -> str | None:
@@ -383,7 +384,7 @@ class StreamableHttpApp:
             extra.append(("mcp-session-id", session_id))
         await self._send_response(send, response, extra, priming=_primes(session.state.protocol_version))
 
-    async def _answer(self, send, receive, session: ServerSession, message: Any, session_id: str) -> None:
+    async def _answer(self, send, session: ServerSession, message: Any, session_id: str) -> None:
         """Handle a message; stream notifications, requests to the client and the response
         back on this request. A stream the tool cuts off mid-call ends this request; the
         call goes on and its events are kept for a GET resuming the stream."""
