@@ -216,3 +216,37 @@ def test_a_resumed_get_stream_replays_what_the_client_missed(live_env, make_toke
         heard, replayed = async_to_sync(bounded)(base)
     assert heard[-1]["params"] == {"uri": "home://alarm"}
     assert replayed == [heard[-1]]
+
+
+def test_a_websocket_client_is_asked_on_its_socket(live_env, make_token):
+    from websockets.asyncio.client import connect
+
+    token = make_token()
+
+    async def scenario(base: str) -> tuple[dict, dict]:
+        url = base.replace("http://", "ws://") + "/ws/mcp/"
+        async with connect(
+            url, additional_headers={"Authorization": f"Bearer {token}"}, subprotocols=["mcp"]
+        ) as ws:
+
+            async def next_message() -> dict:
+                return json.loads(await asyncio.wait_for(ws.recv(), 10))
+
+            init = {"protocolVersion": "2025-11-25", "capabilities": {"sampling": {}}}
+            await ws.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}))
+            await next_message()
+            call = {"name": "test_sampling", "arguments": {"prompt": "¿alarma?"}}
+            await ws.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}))
+            asked = await next_message()
+            answer = {"role": "assistant", "content": {"type": "text", "text": "desarmada"}, "model": "m"}
+            await ws.send(json.dumps({"jsonrpc": "2.0", "id": asked["id"], "result": answer}))
+            return asked, await next_message()
+
+    async def bounded(base: str):
+        return await asyncio.wait_for(scenario(base), 30)
+
+    with hub(live_env, HOMEHUB_CONFORMANCE="1") as base:
+        asked, result = async_to_sync(bounded)(base)
+    assert asked["method"] == "sampling/createMessage"
+    assert asked["params"]["messages"][0]["content"]["text"] == "¿alarma?"
+    assert result["id"] == 1 and result["result"]["content"][0]["text"] == "LLM response: desarmada"
