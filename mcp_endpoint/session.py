@@ -32,6 +32,7 @@ from django.conf import settings
 
 from mcp_endpoint import jsonrpc, metrics, ratelimit, relay
 from mcp_endpoint.jsonrpc import JsonRpcError
+from mcp_endpoint.listen import ListenStreams
 from mcp_endpoint.registry import (
     Caller,
     ClientRequestError,
@@ -133,6 +134,8 @@ class RequestContext:
 HANDSHAKE_ONLY_METHODS = frozenset(
     {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
 )
+# ...and those it added (a handshake-era session has the GET stream and resources/subscribe).
+STATELESS_ONLY_METHODS = frozenset({"subscriptions/listen"})
 
 # Requests answered inline, in arrival order: cheap, and ordering matters (a pipelined
 # `initialize` must be done before the `tools/list` behind it is looked at).
@@ -160,6 +163,8 @@ class ServerSession:
         self.relay_id: str | None = None
         self._local_id = f"local:{secrets.token_hex(8)}"
         self.can_ask_client = True  # False where the client cannot hear a request (JSON responses)
+        self.listens = ListenStreams()  # 2026-07-28 subscriptions/listen streams
+        self._sending: set[asyncio.Task] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._listening = False
         # Awaited before `resources/subscribe` answers: a stream transport starts hearing
@@ -345,7 +350,11 @@ class ServerSession:
 
     async def _dispatch(self, ctx: RequestContext) -> dict[str, Any]:
         handler = self._handlers.get(ctx.method)
-        if handler is None or (ctx.stateless and ctx.method in HANDSHAKE_ONLY_METHODS):
+        if (
+            handler is None
+            or (ctx.stateless and ctx.method in HANDSHAKE_ONLY_METHODS)
+            or (not ctx.stateless and ctx.method in STATELESS_ONLY_METHODS)
+        ):
             raise JsonRpcError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {ctx.method}")
         return await handler(self, ctx)
 
@@ -420,8 +429,15 @@ class ServerSession:
         """Registry listener; may be called from any thread."""
         if self._loop is None or self._loop.is_closed():
             return
-        message = jsonrpc.notification("notifications/tools/list_changed")
-        self._loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self._send_quietly(message)))
+        self._loop.call_soon_threadsafe(self._tools_changed)
+
+    def _tools_changed(self) -> None:
+        self.listens.tools_changed()
+        if self.state.initialized:  # a handshake-era session hears it unasked
+            message = jsonrpc.notification("notifications/tools/list_changed")
+            task = asyncio.ensure_future(self._send_quietly(message))
+            self._sending.add(task)
+            task.add_done_callback(self._sending.discard)
 
     async def _send_quietly(self, message: dict[str, Any]) -> None:
         try:
@@ -628,10 +644,47 @@ class ServerSession:
 
     async def on_change(self, event: dict[str, Any]) -> None:
         """A change event from the channel layer: tell the client which subscribed resources moved."""
-        if not self.state.subscriptions:
+        listened = self.listens.uris
+        if not self.state.subscriptions and not listened:
             return
-        for uri in sorted(self.resources.uris_for_event(event) & set(self.state.subscriptions)):
+        moved = self.resources.uris_for_event(event)
+        self.listens.resources_updated(sorted(moved & listened))
+        for uri in sorted(moved & set(self.state.subscriptions)):
             await self._send_quietly(jsonrpc.notification("notifications/resources/updated", {"uri": uri}))
+
+    async def _listen(self, ctx: RequestContext) -> dict[str, Any]:
+        """`subscriptions/listen`: this request's stream carries change notifications until
+        the client cancels it or goes away (so it never returns on its own)."""
+        wanted = ctx.params.get("notifications")
+        uris = wanted.get("resourceSubscriptions") or [] if isinstance(wanted, dict) else None
+        if (
+            not isinstance(wanted, dict)
+            or not isinstance(uris, list)
+            or not all(isinstance(u, str) for u in uris)
+        ):
+            raise JsonRpcError(
+                jsonrpc.INVALID_PARAMS,
+                "Invalid params: 'notifications' must be an object, its 'resourceSubscriptions' "
+                "a list of URIs",
+            )
+        honored: dict[str, Any] = {}
+        if wanted.get("toolsListChanged") is True:
+            honored["toolsListChanged"] = True
+            self.listen_for_changes()
+        visible = [uri for uri in dict.fromkeys(uris) if self._visible(uri)]
+        if visible:  # unknown or out-of-scope URIs are left out of the acknowledgement
+            honored["resourceSubscriptions"] = visible
+            if self.on_subscribe is not None:
+                await self.on_subscribe()
+        await self.listens.serve(ctx.request_id, honored, ctx.notify)
+        return {}  # not reached: serve() ends only by cancellation
+
+    def _visible(self, uri: str) -> bool:
+        try:
+            self.resources.provider_for(uri, self.caller.scopes)
+        except ResourceNotFound:
+            return False
+        return True
 
     def _prompt(self, ctx: RequestContext) -> Prompt:
         return self._prompt_named(ctx.params.get("name"))
@@ -705,6 +758,7 @@ class ServerSession:
         "prompts/list": _list_prompts,
         "prompts/get": _get_prompt,
         "completion/complete": _complete,
+        "subscriptions/listen": _listen,
     }
 
 

@@ -313,7 +313,7 @@ class StreamableHttpApp:
             isinstance(meta, dict) and META_PROTOCOL_VERSION in meta
         )
         if stateless:
-            await self._stateless(send, headers, caller, message)
+            await self._stateless(receive, send, headers, caller, message)
             return
 
         if is_dict and first.get("method") == "initialize" and not isinstance(message, list):
@@ -345,7 +345,7 @@ class StreamableHttpApp:
                 return f"Mcp-Name header {header!r} does not match body {field} {params[field]!r}"
         return None
 
-    async def _stateless(self, send, headers: dict[str, str], caller: Caller, message: Any) -> None:
+    async def _stateless(self, receive, send, headers: dict[str, str], caller: Caller, message: Any) -> None:
         """A 2026-07-28 request: no session; protocol errors carry their HTTP status."""
         if not isinstance(message, dict) or "method" not in message:
             error = JsonRpcError(
@@ -365,7 +365,10 @@ class StreamableHttpApp:
             await respond(send, 202)
             return
         stream = SseStream(send, [])
-        response = await session.handle(message, notify=stream.event)
+        if message.get("method") == "subscriptions/listen":
+            response = await self._listen(receive, session, message, stream)
+        else:
+            response = await session.handle(message, notify=stream.event)
         code = response.get("error", {}).get("code") if isinstance(response, dict) else None
         if not stream.started and (code in STATELESS_ERROR_STATUS or settings.MCP_HTTP_JSON_RESPONSE):
             await respond_json(send, STATELESS_ERROR_STATUS.get(code, 200), response)
@@ -373,6 +376,35 @@ class StreamableHttpApp:
             await stream.event(response, last=True)
         else:
             await stream.finish()
+
+    @staticmethod
+    async def _listen(receive, session: ServerSession, message: dict[str, Any], stream: SseStream) -> Any:
+        """`subscriptions/listen`: the response stream stays open (with keep-alive comments),
+        carrying change notifications, until the client goes away; then None. A refused
+        request (bad params) answers at once."""
+        changes: list[asyncio.Task] = []
+
+        async def hear_changes() -> None:
+            if not changes:
+                changes.append(asyncio.ensure_future(_forward_changes(session)))
+
+        session.on_subscribe = hear_changes
+        work = asyncio.ensure_future(session.handle(message, notify=stream.event))
+        gone = asyncio.ensure_future(_wait_disconnect(receive))
+        try:
+            while True:
+                done, _ = await asyncio.wait(
+                    {work, gone}, timeout=KEEPALIVE_SECONDS, return_when=asyncio.FIRST_COMPLETED
+                )
+                if done:
+                    break
+                if stream.started:
+                    await stream.comment("keep-alive")
+        finally:
+            for task in (work, gone, *changes):
+                task.cancel()
+            await session.close()
+        return work.result() if work.done() and not work.cancelled() else None
 
     async def _initialize(self, send, caller: Caller, token, message: dict[str, Any]) -> None:
         session = ServerSession(caller, _discard)
@@ -634,11 +666,12 @@ async def _discard(message: dict[str, Any]) -> None:
     """POST sessions have no standing stream: unsolicited messages go to the GET stream."""
 
 
-async def _forward_changes(session: ServerSession, session_id: str, token) -> None:
-    """Feed the channel layer's change events to a GET stream's session.
+async def _forward_changes(session: ServerSession, session_id: str | None = None, token=None) -> None:
+    """Feed the channel layer's change events to a GET stream's session (`session_id`) or a
+    stateless `subscriptions/listen` request's.
 
-    Subscriptions are made by POSTs, possibly to another process, so the session's state is
-    reloaded from the database before each event is matched against them.
+    A session's subscriptions are made by POSTs, possibly to another process, so its state
+    is reloaded from the database before each event is matched against them.
     """
     layer = get_channel_layer()
     groups = session.resources.change_groups
@@ -653,10 +686,11 @@ async def _forward_changes(session: ServerSession, session_id: str, token) -> No
             event = message.get("event")
             if not isinstance(event, dict):
                 continue
-            state = await aload_session(session_id, token)
-            if state is None:
-                return
-            session.state.subscriptions = state.subscriptions
+            if session_id is not None:
+                state = await aload_session(session_id, token)
+                if state is None:
+                    return
+                session.state.subscriptions = state.subscriptions
             await session.on_change(event)
     finally:
         for group in groups:
