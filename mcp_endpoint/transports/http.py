@@ -71,9 +71,8 @@ class SseStream:
     """One response stream; started lazily so a lone result goes out in one write.
 
     With a `session_id`, its events can be resumed (SEP-1699): a GET stream (`keep_all`)
-    keeps every event in `sse_store`; a POST stream keeps those written after it was cut
-    off (`close()` by a tool), and relays each to a
-    GET that resumes it, in whichever process that GET arrives.
+    keeps every event in `sse_store`; a POST stream keeps those written after a tool cut it
+    off (`close()`), and relays each to a GET resuming it, in whichever process that GET is.
     """
 
     def __init__(
@@ -97,8 +96,8 @@ class SseStream:
         self._count = max([seen, *(n for n, _ in self._record.events)])  # the next event's id follows
         self._keep_all = keep_all
         self.started = False
-        self.cut_off: asyncio.Future[None] | None = None  # set by `watch_cut_off`
-        self._saved: asyncio.Future[None] | None = None
+        self.detached = False  # cut off: events are kept, no longer written
+        self.cut_off: asyncio.Future[None] | None = None  # set by `watch_cut_off`, done once cut off
 
     def _next_id(self) -> str:
         self._count += 1
@@ -118,10 +117,6 @@ class SseStream:
         if not self._priming_enabled:
             return b""
         return f"id: {self._next_id()}\nretry: {settings.MCP_SSE_RETRY_MS}\ndata: \n\n".encode()
-
-    @property
-    def detached(self) -> bool:
-        return self.cut_off is not None and self.cut_off.done()
 
     def watch_cut_off(self) -> asyncio.Future[None]:
         self.cut_off = asyncio.get_running_loop().create_future()
@@ -157,12 +152,12 @@ class SseStream:
         chunk = _sse_event(message, event_id)
         await self._send({"type": "http.response.body", "body": chunk, "more_body": True})
 
-    async def _keep(self, seq: int, message: dict[str, Any], last: bool) -> None:
+    async def _keep(self, seq: int, message: dict[str, Any] | None, last: bool) -> None:
+        """Keep an event (None: the stream ended without one, e.g. its call was cancelled)."""
         if self._session_id is None:
             return
-        if self._saved is not None:
-            await self._saved  # the empty record first, never after the events
-        self._record.events.append((seq, message))
+        if message is not None:
+            self._record.events.append((seq, message))
         self._record.done = last
         await sse_store.save(self._session_id, self.stream_id, self._record)
         if not self._keep_all:  # a POST stream cut off: a GET resuming it follows it live
@@ -175,28 +170,19 @@ class SseStream:
             return  # without an event id the client could not resume: keep the stream
         if not self.started:
             await self.open()
+        self.detached = True
+        # Saved before the response ends: the client may resume as soon as it sees the end.
+        await sse_store.save(self._session_id, self.stream_id, self._record)
         await self._send({"type": "http.response.body", "body": b"", "more_body": False})
-        self.detach()
-        if self._saved is not None:
-            await self._saved
-
-    def detach(self) -> None:
-        """From now on, keep the events: the client will come back for them with a GET."""
-        if self.cut_off is None:
-            self.watch_cut_off()
-        assert self.cut_off is not None
-        if not self.cut_off.done():
+        if self.cut_off is not None:
             self.cut_off.set_result(None)
-            if self._session_id is not None:  # a GET may come before any event: show the stream
-                self._saved = asyncio.ensure_future(
-                    sse_store.save(self._session_id, self.stream_id, self._record)
-                )
 
     async def comment(self, text: str) -> None:
         await self._send({"type": "http.response.body", "body": f": {text}\n\n".encode(), "more_body": True})
 
     async def finish(self) -> None:
-        if self.detached:
+        if self.detached:  # tell a GET resuming it that nothing more will come
+            await self._keep(self._count, None, True)
             return
         if not self.started:
             await self._send(self._start_message())
@@ -581,7 +567,7 @@ class StreamableHttpApp:
                             await stream.comment("keep-alive")
                         continue
                     item = getter.result()
-                    if item["seq"] > seen:
+                    if item["message"] is not None and item["seq"] > seen:
                         await stream.replay(sse_store.event_id(stream_id, item["seq"]), item["message"])
                         seen = item["seq"]
                     done = bool(item["last"])
