@@ -31,6 +31,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from mcp_endpoint import jsonrpc, metrics, ratelimit, relay
+from mcp_endpoint.input_rounds import InputRequired, InputRounds
 from mcp_endpoint.jsonrpc import JsonRpcError
 from mcp_endpoint.listen import ListenStreams
 from mcp_endpoint.registry import (
@@ -123,6 +124,7 @@ class RequestContext:
     stateless: bool
     log_level: str | None
     close_stream: CloseStream | None = None
+    input_rounds: InputRounds | None = None  # a stateless tools/call's answers from the client
 
     @property
     def progress_token(self) -> Any:
@@ -474,6 +476,8 @@ class ServerSession:
                 {"requiredScope": tool.scope},
             )
         arguments = ctx.params.get("arguments")
+        if ctx.stateless:
+            ctx.input_rounds = InputRounds.from_params(name, ctx.params)
         started = time.perf_counter()
         retry_after = ratelimit.retry_after(self.caller.rate_key) if self.caller.rate_key else None
         if retry_after is not None:
@@ -489,7 +493,12 @@ class ServerSession:
                 send_request=lambda method, params: self.request_client(ctx, method, params),
                 send_close=ctx.close_stream or _no_close,
             )
-            outcome = await run_tool(tool, arguments, tool_ctx)
+            try:
+                outcome = await run_tool(tool, arguments, tool_ctx)
+            except InputRequired as asked:  # the client answers and calls again: nothing to audit yet
+                assert ctx.input_rounds is not None
+                metrics.record_call(name, "input_required", self.caller.interface)
+                return ctx.input_rounds.result(asked)
         elapsed = time.perf_counter() - started
         if retry_after is not None:
             metrics.record_call(name, "rate_limited", self.caller.interface)
@@ -537,15 +546,17 @@ class ServerSession:
         same connection (stdio, WebSocket) or, over HTTP, as another POST to any process,
         routed here by `relay`.
         """
+        capability = CLIENT_REQUEST_CAPABILITY.get(method)
+        declared = self._client_capabilities(ctx)
+        if capability and capability not in declared:
+            raise ClientRequestError(
+                f"El cliente no declaró la capacidad '{capability}': no admite '{method}'"
+            )
+        if ctx.input_rounds is not None:  # stateless: answered by the client's retry
+            return ctx.input_rounds.answer_or_ask(method, params)
         if ctx.stateless or not self.can_ask_client:
             raise ClientRequestError(
-                f"No se puede enviar '{method}' al cliente: hace falta una sesión (initialize) "
-                "con respuestas en streaming"
-            )
-        capability = CLIENT_REQUEST_CAPABILITY.get(method)
-        if capability and capability not in self.state.client_capabilities:
-            raise ClientRequestError(
-                f"El cliente no declaró la capacidad '{capability}' en initialize: no admite '{method}'"
+                f"No se puede enviar '{method}' al cliente en esta petición: no hay un stream de respuesta"
             )
         request_id = f"hh-{secrets.token_urlsafe(12)}"
         answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
@@ -577,6 +588,13 @@ class ServerSession:
         if not isinstance(result, dict):
             raise ClientRequestError(f"El cliente respondió a '{method}' sin un resultado válido")
         return result
+
+    def _client_capabilities(self, ctx: RequestContext) -> dict[str, Any]:
+        if ctx.stateless:  # every 2026-07-28 request declares them in its _meta
+            meta = ctx.params.get("_meta")
+            caps = meta.get(META_CLIENT_CAPABILITIES) if isinstance(meta, dict) else None
+            return caps if isinstance(caps, dict) else {}
+        return self.state.client_capabilities
 
     def _expecting(self, kind: str, key: relay.Key, handler: relay.Handler):
         return relay.expecting(kind, self.relay_id or self._local_id, key, handler)
@@ -776,7 +794,7 @@ async def run_tool(tool, arguments: Any, ctx: ToolContext) -> ToolResult:
         return await tool.call(arguments, ctx)
     except ToolError as exc:
         return ToolResult(structured=exc.structured, is_error=True, text=_error_text(exc))
-    except asyncio.CancelledError:
+    except (asyncio.CancelledError, InputRequired):
         raise
     except Exception:
         logger.exception("tool %s failed", tool.name)

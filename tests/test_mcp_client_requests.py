@@ -29,6 +29,17 @@ def asking_registry() -> ToolRegistry:
         )
         return ToolResult(text=f"model says: {answer['content']['text']}")
 
+    @tool(scope="read", name="ask_twice", target=reg)
+    async def ask_twice(args: Question, ctx: ToolContext) -> ToolResult:
+        texts = []
+        for n in (1, 2):
+            message = {"role": "user", "content": {"type": "text", "text": f"{args.question} ({n})"}}
+            answer = await ctx.request_client(
+                "sampling/createMessage", {"messages": [message], "maxTokens": 5}
+            )
+            texts.append(answer["content"]["text"])
+        return ToolResult(text=" / ".join(texts))
+
     return reg
 
 
@@ -139,15 +150,76 @@ def test_cancelling_the_call_withdraws_the_question():
     assert not [m for m in sent if m.get("id") == 1]  # a cancelled request gets no response
 
 
-def test_stateless_requests_cannot_ask_the_client():
+def test_a_stateless_call_asks_by_returning_input_required_and_finishes_on_the_retry():
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
+    }
+
     async def scenario():
         peer = Peer(tools=asking_registry())
-        meta = {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
-        }
-        return await peer.call("ask_model", {"question": "?"}, _meta=meta)
+        first = await peer.call("ask_model", {"question": "¿puerta?"}, _meta=meta)
+        state = first["result"]["requestState"]
+        answer = {"role": "assistant", "content": {"type": "text", "text": "cerrada"}, "model": "m"}
+        retry = await peer.call(
+            "ask_model",
+            {"question": "¿puerta?"},
+            _meta=meta,
+            inputResponses={"1": answer},
+            requestState=state,
+        )
+        forged = await peer.call("ask_model", {"question": "?"}, _meta=meta, requestState=state + "x")
+        elsewhere = await peer.call("ask_twice", {"question": "?"}, _meta=meta, requestState=state)
+        no_capability = {**meta, "io.modelcontextprotocol/clientCapabilities": {}}
+        refused = await peer.call("ask_model", {"question": "?"}, _meta=no_capability)
+        return first["result"], retry["result"], forged, elsewhere, refused["result"]
 
-    result = async_to_sync(scenario)()["result"]
-    assert result["isError"] is True
-    assert "sesión" in result["content"][0]["text"]
+    first, retry, forged, elsewhere, refused = async_to_sync(scenario)()
+    assert first["resultType"] == "input_required"
+    assert first["inputRequests"]["1"]["method"] == "sampling/createMessage"
+    assert first["inputRequests"]["1"]["params"]["messages"][0]["content"]["text"] == "¿puerta?"
+    assert retry["resultType"] == "complete" and retry["content"][0]["text"] == "model says: cerrada"
+    assert forged["error"]["code"] == -32602 and "requestState" in forged["error"]["message"]
+    assert elsewhere["error"]["code"] == -32602  # another tool's state: refused
+    assert refused["isError"] is True and "'sampling'" in refused["content"][0]["text"]
+
+
+def test_each_stateless_round_carries_the_answers_so_far():
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
+    }
+
+    def said(text: str) -> dict:
+        return {"role": "assistant", "content": {"type": "text", "text": text}, "model": "m"}
+
+    async def scenario():
+        peer = Peer(tools=asking_registry())
+        args = {"question": "¿luz?"}
+        first = (await peer.call("ask_twice", args, _meta=meta))["result"]
+        second = (
+            await peer.call(
+                "ask_twice",
+                args,
+                _meta=meta,
+                inputResponses={"1": said("sí")},
+                requestState=first["requestState"],
+            )
+        )["result"]
+        # Only this round's answer is sent: the first one travels in requestState.
+        done = (
+            await peer.call(
+                "ask_twice",
+                args,
+                _meta=meta,
+                inputResponses={"2": said("no")},
+                requestState=second["requestState"],
+            )
+        )["result"]
+        return first, second, done
+
+    first, second, done = async_to_sync(scenario)()
+    assert list(first["inputRequests"]) == ["1"]
+    assert list(second["inputRequests"]) == ["2"]
+    assert second["inputRequests"]["2"]["params"]["messages"][0]["content"]["text"] == "¿luz? (2)"
+    assert done["resultType"] == "complete" and done["content"][0]["text"] == "sí / no"

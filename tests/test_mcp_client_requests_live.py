@@ -17,7 +17,8 @@ ACCEPT = "application/json, text/event-stream"
 CAPABILITIES = {"sampling": {}, "elicitation": {}}
 
 
-def test_sdk_client_answers_sampling_and_elicitation(live_env, make_token):
+@pytest.mark.parametrize("mode", ["legacy", "auto"])  # auto: 2026-07-28, stateless rounds
+def test_sdk_client_answers_sampling_and_elicitation(live_env, make_token, mode):
     from mcp import Client, types
     from mcp.client.streamable_http import streamable_http_client
 
@@ -41,14 +42,15 @@ def test_sdk_client_answers_sampling_and_elicitation(live_env, make_token):
         transport = streamable_http_client(base + "/mcp", http_client=http)
         async with (
             http,
-            Client(transport, mode="legacy", sampling_callback=sample, elicitation_callback=elicit) as client,
+            Client(transport, mode=mode, sampling_callback=sample, elicitation_callback=elicit) as client,
         ):
             sampled = await client.call_tool("test_sampling", {"prompt": "¿qué luces hay?"})
             elicited = await client.call_tool("test_elicitation", {"message": "¿quién eres?"})
-            return sampled, elicited
+            return client.protocol_version, sampled, elicited
 
     with hub(live_env, HOMEHUB_CONFORMANCE="1") as base:
-        sampled, elicited = async_to_sync(scenario)(base)
+        version, sampled, elicited = async_to_sync(scenario)(base)
+    assert version == ("2026-07-28" if mode == "auto" else "2025-11-25")
     assert asked == ["¿qué luces hay?", "¿quién eres?"]
     assert sampled.content[0].text == "LLM response: todo apagado"
     assert '"username": "ana"' in elicited.content[0].text and not elicited.is_error
