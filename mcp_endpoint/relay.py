@@ -45,7 +45,7 @@ class _Listener:
 
     async def ensure(self) -> None:
         loop = asyncio.get_running_loop()
-        if self.loop is loop and all(not t.done() for t in self.tasks):
+        if self.loop is loop and self.tasks and all(not t.done() for t in self.tasks):
             return
         layer = get_channel_layer()
         if layer is None:
@@ -77,8 +77,12 @@ async def _on_message(message: dict[str, Any]) -> None:
 
 async def listen() -> None:
     """Make sure deliveries broadcast by other processes reach this one (call before
-    registering work that another process may have to reach)."""
-    await _listener.ensure()
+    registering work that another process may have to reach). When the channel layer is
+    down, work here goes on; only what other processes deliver cannot reach it."""
+    try:
+        await _listener.ensure()
+    except Exception:
+        logger.exception("the MCP relay could not join the channel layer; retrying with the next request")
 
 
 @contextmanager
