@@ -48,6 +48,7 @@ import contextlib
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -205,6 +206,10 @@ def deploy(args: argparse.Namespace, workdir: Path, database_url: str) -> Deploy
         "REDIS_URL": args.redis_url,
         "MQTT_URL": broker.url,
         "DJANGO_DEBUG": "0",
+        "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
+        # Plain HTTP on loopback: in production daphne sits behind nginx's TLS.
+        "DJANGO_SECURE_SSL_REDIRECT": "0",
+        "DJANGO_STATIC_ROOT": str(workdir / "static"),
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
         "MCP_RATE_LIMIT": "0",
         "HOMEHUB_LOG_LEVEL": "WARNING",
@@ -212,6 +217,7 @@ def deploy(args: argparse.Namespace, workdir: Path, database_url: str) -> Deploy
         "PYTHONUNBUFFERED": "1",
     }
     manage(env, "migrate", "--noinput", "-v", "0")
+    manage(env, "collectstatic", "--noinput", "-v", "0")
     manage(env, "seed_home")
     manage(env, "ensure_admin")
     llm_token = manage(env, "create_mcp_token", "soak", "--scopes", "read,control,devices")
@@ -488,6 +494,13 @@ async def dashboard_traffic(hub: Deployment, stats: Stats, home: Stats, stop: as
     """A logged-in user: pages from both processes in turn, and a /ws/home/ listener on `a`."""
     target = Failover(hub.bases, 0)
     client = httpx.AsyncClient(timeout=CALL_TIMEOUT)
+
+    async def send_secure_cookies(request: httpx.Request) -> None:
+        # Session and CSRF cookies are Secure without DEBUG, and httpx keeps them to HTTPS;
+        # the bench stands where nginx's TLS ends, so it sends them over loopback HTTP.
+        request.headers["Cookie"] = "; ".join(f"{c.name}={c.value}" for c in client.cookies.jar)
+
+    client.event_hooks["request"] = [send_secure_cookies]
     login = await client.get(hub.bases[0] + "/login/")
     csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', login.text)
     assert csrf, "no CSRF token on the login page"
