@@ -12,7 +12,8 @@ import sys
 import httpx
 import pytest
 
-from tests.devices_support import ROOT, hub
+from tests.devices_support import hub
+from tests.hub_support import ROOT
 
 pytestmark = pytest.mark.live
 EXAMPLE = ROOT / "deploy" / "homehub.env.example"
