@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from mcp_endpoint import jsonrpc
+
 SIMPLE = {"string", "integer", "number", "boolean"}
 
 
@@ -64,7 +66,7 @@ def arguments_from(schema: dict[str, Any] | None, data: Any) -> tuple[dict[str, 
             continue
         try:
             if field.get("widget") == "select" and kind != "string":
-                arguments[name] = json.loads(raw)
+                arguments[name] = jsonrpc.loads(raw)
             elif kind == "integer":
                 arguments[name] = int(raw)
             elif kind == "number":
@@ -72,7 +74,7 @@ def arguments_from(schema: dict[str, Any] | None, data: Any) -> tuple[dict[str, 
             elif kind in SIMPLE or kind is None:
                 arguments[name] = raw
             else:
-                arguments[name] = json.loads(raw)
+                arguments[name] = jsonrpc.loads(raw)
         except ValueError:
             errors[name] = {"integer": "Enter a whole number.", "number": "Enter a number."}.get(
                 kind, "Enter valid JSON."

@@ -23,6 +23,7 @@ from django.conf import settings
 
 from devices import agent_channels, agent_services
 from homehub.groups import keep_joined
+from mcp_endpoint import jsonrpc
 from mcp_endpoint.client import McpClient, McpClientError
 from mcp_endpoint.session import SERVER_NAME, SERVER_VERSION
 from mcp_endpoint.tokens import bearer_token
@@ -96,7 +97,7 @@ class DeviceConsumer(AsyncWebsocketConsumer):
             logger.warning("device %s: ignoring a %d-byte frame", self.agent_id, len(text_data))
             return
         try:
-            message = json.loads(text_data)
+            message = jsonrpc.loads(text_data)
         except ValueError:
             logger.warning("device %s: ignoring a frame that is not JSON", self.agent_id)
             return

@@ -8,10 +8,11 @@ says the device is alive and carries no reading. Pure functions: no database, no
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
+
+from mcp_endpoint import jsonrpc
 
 TOPIC_ROOT = "office"
 HEARTBEAT = "heartbeat"
@@ -91,8 +92,8 @@ def parse(topic: str, payload: bytes, received: float) -> Reading | Heartbeat:
     if len(payload) > MAX_PAYLOAD_BYTES:
         raise Rejected(f"payload larger than {MAX_PAYLOAD_BYTES} bytes")
     try:
-        body = json.loads(payload)
-    except (ValueError, UnicodeDecodeError):
+        body = jsonrpc.loads(payload)
+    except ValueError:
         raise Rejected("payload is not JSON") from None
     if isinstance(body, dict):
         if "value" not in body:

@@ -52,17 +52,43 @@ def notification(method: str, params: dict[str, Any] | None = None) -> dict[str,
     return message
 
 
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def loads(raw: str | bytes) -> Any:
+    """Strict JSON (RFC 8259) from a peer, for every door of the hub.
+
+    Python's decoder accepts NaN and Infinity (which no peer can read back) and raises
+    RecursionError on deep nesting, which no caller expects; both become ValueError, as
+    does text that is not UTF-8 (UnicodeDecodeError is one).
+    """
+    try:
+        return json.loads(raw, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
 def parse(raw: str | bytes) -> Any:
     """Decode one message; a parse failure is a JsonRpcError with code -32700."""
     try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
+        return loads(raw)
+    except ValueError as exc:
         raise JsonRpcError(PARSE_ERROR, f"Parse error: {exc}") from None
 
 
 def dumps(message: Any) -> str:
-    """Compact JSON, UTF-8 kept as is; one line (JSON escapes every newline in strings)."""
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    """Compact JSON, UTF-8 kept as is; one line (JSON escapes every newline in strings).
+
+    A lone surrogate a peer sent as `\\ud800` (and which we echo, in an id or an error)
+    cannot be encoded as UTF-8: such a message is written with ASCII escapes instead.
+    """
+    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return json.dumps(message, separators=(",", ":"))
+    return text
 
 
 def is_valid_id(value: Any) -> bool:

@@ -182,9 +182,10 @@ class ServerSession:
         except JsonRpcError as exc:
             await self.send(jsonrpc.error_response(None, exc))
             return
-        if isinstance(message, dict) and message.get("method") not in INLINE_METHODS and "id" in message:
+        method = message.get("method") if isinstance(message, dict) else None
+        if isinstance(method, str) and method not in INLINE_METHODS and "id" in message:
             request_id = message.get("id")
-            if jsonrpc.is_valid_id(request_id) and "method" in message:
+            if jsonrpc.is_valid_id(request_id):
                 if request_id in self._in_flight:
                     error = JsonRpcError(
                         jsonrpc.INVALID_REQUEST, f"Request id {request_id!r} is already in use"

@@ -32,6 +32,7 @@ from channels.layers import get_channel_layer
 from devices import agent_channels, agent_services
 from devices.mqtt import topics
 from homehub.groups import keep_joined, receive_forever
+from mcp_endpoint import jsonrpc
 from mcp_endpoint.client import SOMS, Dialect, McpClient, McpClientError
 
 logger = logging.getLogger(__name__)
@@ -64,8 +65,8 @@ class Announcement:
 
 def parse_announcement(payload: bytes) -> Announcement:
     try:
-        body = json.loads(payload)
-    except (ValueError, UnicodeDecodeError):
+        body = jsonrpc.loads(payload)
+    except ValueError:
         raise AnnouncementError("announcement is not JSON") from None
     if not isinstance(body, dict):
         raise AnnouncementError("announcement is not a JSON object")
@@ -179,8 +180,8 @@ class AgentBridge:
         if link is None:
             return
         try:
-            message = json.loads(payload)
-        except (ValueError, UnicodeDecodeError):
+            message = jsonrpc.loads(payload)
+        except ValueError:
             logger.warning("agent %s: a response that is not JSON", agent_id)
             return
         if isinstance(message, dict) and "id" not in message:

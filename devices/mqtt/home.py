@@ -25,6 +25,7 @@ from devices.errors import HomeError
 from devices.models import Event
 from devices.mqtt import topics
 from homehub.groups import keep_joined, receive_forever
+from mcp_endpoint import jsonrpc
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ def parse_switch(payload: bytes, key: str) -> bool:
         raise CommandError("command too large")
     text = payload.decode("utf-8", errors="replace").strip()
     try:
-        body: Any = json.loads(text)
+        body: Any = jsonrpc.loads(text)
     except ValueError:
         body = text
     if isinstance(body, dict):

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
+
+from mcp_endpoint import jsonrpc
 
 
 class BodyTooLarge(Exception):
@@ -73,7 +74,7 @@ async def respond(
 
 
 async def respond_json(send, status: int, data: Any, headers: list[tuple[str, str]] | None = None) -> None:
-    body = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+    body = jsonrpc.dumps(data).encode()
     await respond(send, status, body, headers, "application/json")
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import stat
 from collections.abc import AsyncIterator
 from typing import BinaryIO
 
@@ -17,16 +19,24 @@ class LineTooLong(Exception):
         self.limit = limit
 
 
+def _watchable(stream: BinaryIO) -> bool:
+    """Pipes, sockets and terminals can be watched by the event loop; files cannot."""
+    try:
+        mode = os.fstat(stream.fileno()).st_mode
+    except (OSError, ValueError):  # no file descriptor (an in-memory stream)
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+
+
 async def _chunks(stream: BinaryIO) -> AsyncIterator[bytes]:
     loop = asyncio.get_running_loop()
-    try:
-        reader = asyncio.StreamReader(limit=CHUNK)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stream)
-    except (ValueError, OSError):
+    if not _watchable(stream):
         # Regular files (`< file`) cannot be watched by the event loop: read in a thread.
         while chunk := await loop.run_in_executor(None, stream.read1, CHUNK):
             yield chunk
         return
+    reader = asyncio.StreamReader(limit=CHUNK)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stream)
     while chunk := await reader.read(CHUNK):
         yield chunk
 

@@ -5,10 +5,9 @@ It reuses the registry and tool execution of the MCP engine; only the framing di
 
 from __future__ import annotations
 
-import json
 from typing import Any, BinaryIO
 
-from mcp_endpoint.jsonrpc import dumps
+from mcp_endpoint.jsonrpc import dumps, loads
 from mcp_endpoint.registry import Caller, ToolContext, ToolRegistry, registry
 from mcp_endpoint.session import run_tool
 from mcp_endpoint.transports.lines import LineTooLong, LineWriter, read_lines
@@ -40,8 +39,8 @@ def _error(call_id: Any, text: str) -> dict[str, Any]:
 async def handle_line(line: bytes, caller: Caller, tools: ToolRegistry = registry) -> dict[str, Any] | object:
     """One input line -> the message to answer, or QUIT."""
     try:
-        message = json.loads(line)
-    except (ValueError, UnicodeDecodeError) as exc:
+        message = loads(line)
+    except ValueError as exc:
         return _error(None, f"Error al parsear JSON: {exc}")
     if not isinstance(message, dict):
         return _error(None, "Mensaje inválido: se esperaba un objeto JSON")
