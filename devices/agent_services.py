@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import secrets
 from collections.abc import Iterable
 from datetime import timedelta
@@ -22,6 +21,7 @@ from devices import agent_channels
 from devices.broadcast import deferred
 from devices.models import Agent, AgentTool, Event
 from devices.services import record_event
+from devices.storable import bounded_json, storable_json, storable_text
 
 DEVICE = Event.Interface.DEVICE
 MAX_AUDIT_CHARS = 2000
@@ -30,11 +30,6 @@ MAX_AUDIT_CHARS = 2000
 def hash_device_token(token: str) -> str:
     # Tokens are 256-bit random: a fast hash is enough (see mcp_endpoint.tokens).
     return hashlib.sha256(token.encode()).hexdigest()
-
-
-def _bounded(value: Any) -> Any:
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return value if len(text) <= MAX_AUDIT_CHARS else {"truncated": text[:MAX_AUDIT_CHARS]}
 
 
 def register_agent(
@@ -177,7 +172,7 @@ def agent_discovery_failed(agent_id: str, session_id: str, reason: str) -> None:
         interface=DEVICE,
         action="agent.discovery_failed",
         target=f"agent:{agent_id}",
-        after={"session_id": session_id, "reason": reason[:MAX_AUDIT_CHARS]},
+        after={"session_id": session_id, "reason": storable_text(reason[:MAX_AUDIT_CHARS])},
         broadcast={"kind": "agent", "agent_id": agent_id},
     )
 
@@ -196,8 +191,8 @@ def agent_discovered(
         agent = Agent.objects.select_for_update().filter(agent_id=agent_id, session_id=session_id).first()
         if agent is None:
             return
-        agent.server_info = server_info
-        agent.capabilities = capabilities
+        agent.server_info = storable_json(server_info)
+        agent.capabilities = storable_json(capabilities)
         agent.save(update_fields=["server_info", "capabilities"])
         by_name = {t["name"]: t for t in tools}  # a repeated name keeps its last definition
         agent.tools.exclude(name__in=by_name).delete()
@@ -207,8 +202,8 @@ def agent_discovered(
             schema = spec.get("inputSchema")
             description = spec.get("description")
             row = known.get(name) or AgentTool(agent=agent, name=name)
-            row.description = description if isinstance(description, str) else ""
-            row.input_schema = schema if isinstance(schema, dict) else {}
+            row.description = storable_text(description) if isinstance(description, str) else ""
+            row.input_schema = storable_json(schema) if isinstance(schema, dict) else {}
             row.available = True
             (changed if row.pk else new).append(row)
         AgentTool.objects.bulk_create(new)
@@ -250,7 +245,7 @@ def record_agent_notification(agent_id: str, method: str, params: dict[str, Any]
         interface=DEVICE,
         action="agent.notification",
         target=f"agent:{agent_id}",
-        after={"method": method, "params": _bounded(params)},
+        after={"method": method, "params": bounded_json(params, MAX_AUDIT_CHARS)},
         broadcast={"kind": "agent", "agent_id": agent_id, "method": method},
     )
 
@@ -285,7 +280,7 @@ def record_agent_call(
         interface=interface,
         action="agent.call",
         target=f"agent:{agent_id}",
-        before={"tool": tool, "arguments": _bounded(arguments)},
+        before={"tool": storable_text(tool), "arguments": bounded_json(arguments, MAX_AUDIT_CHARS)},
         after=outcome,
     )
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import json
 import logging
 import threading
 from typing import Any
@@ -26,6 +25,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from devices import statements
+from devices.storable import bounded_json, storable_text
 from mcp_endpoint.registry import Caller, ToolResult
 
 logger = logging.getLogger(__name__)
@@ -33,11 +33,6 @@ logger = logging.getLogger(__name__)
 MAX_ARGUMENTS_CHARS = 2000
 FLUSH_SECONDS = 0.2
 FLUSH_ROWS = 500
-
-
-def _bounded(arguments: Any) -> Any:
-    text = json.dumps(arguments, ensure_ascii=False, default=str)
-    return arguments if len(text) <= MAX_ARGUMENTS_CHARS else {"truncated": text[:MAX_ARGUMENTS_CHARS]}
 
 
 class AuditBuffer:
@@ -125,7 +120,7 @@ async def audit_tool_call(
 ) -> None:
     outcome: dict[str, Any] = {"ok": not result.is_error, "ms": round(seconds * 1000, 1)}
     if result.is_error:
-        outcome["error"] = (result.text or "")[:500]
+        outcome["error"] = storable_text((result.text or "")[:500])
     buffer.add(
         statements.event_row(
             at=timezone.now(),
@@ -133,7 +128,7 @@ async def audit_tool_call(
             interface=caller.interface,
             action="tool.call",
             target=f"tool:{tool}",
-            before=_bounded(arguments),
+            before=bounded_json(arguments, MAX_ARGUMENTS_CHARS),
             after=outcome,
         )
     )

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from devices.storable import storable_text
 from mcp_endpoint import jsonrpc
 
 TOPIC_ROOT = "office"
@@ -59,6 +60,8 @@ def parse_topic(topic: str) -> tuple[str, str, str, str]:
             raise Rejected("topic has an empty level")
         if len(part) > MAX_SEGMENT:
             raise Rejected(f"topic level longer than {MAX_SEGMENT} characters")
+        if storable_text(part) != part:
+            raise Rejected("topic level has characters that cannot be stored (NUL or a lone surrogate)")
     return fields[0], fields[1], fields[2], fields[3]
 
 
@@ -67,7 +70,10 @@ def _number(value: object, what: str) -> float:
         return 1.0 if value else 0.0
     if not isinstance(value, int | float):
         raise Rejected(f"{what} is not a number")
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer of hundreds of digits
+        raise Rejected(f"{what} is out of range") from None
     if not math.isfinite(number):
         raise Rejected(f"{what} is not finite")
     return number
@@ -106,6 +112,8 @@ def parse(topic: str, payload: bytes, received: float) -> Reading | Heartbeat:
             raise Rejected("unit is not a string")
         elif len(unit) > MAX_UNIT:
             raise Rejected(f"unit longer than {MAX_UNIT} characters")
+        elif storable_text(unit) != unit:
+            raise Rejected("unit has characters that cannot be stored (NUL or a lone surrogate)")
         measured = _timestamp(body.get("timestamp"), received)
     else:
         value, unit, measured = _number(body, "payload"), "", received
@@ -114,5 +122,5 @@ def parse(topic: str, payload: bytes, received: float) -> Reading | Heartbeat:
 
 def describe(payload: bytes, limit: int = 1000) -> str:
     """A payload as text for people: decoded leniently, cut to `limit` characters."""
-    text = payload[: limit * 4].decode("utf-8", errors="replace")
+    text = storable_text(payload[: limit * 4].decode("utf-8", errors="replace"))
     return text if len(text) <= limit else text[:limit] + "…"

@@ -17,6 +17,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from devices.models import Agent, RejectedMessage, Sensor, TelemetryReading
+from devices.storable import storable_text
 from devices.telemetry_parsing import Reading, describe
 
 MAX_TOPIC_CHARS = 255
@@ -100,7 +101,11 @@ def store_batch(batch: Batch) -> list[dict[str, Any]]:
             Agent.objects.filter(agent_id__in=batch.alive).update(last_seen=now)
         if batch.rejected:
             RejectedMessage.objects.bulk_create(
-                RejectedMessage(topic=topic[:MAX_TOPIC_CHARS], payload=describe(payload), reason=reason[:200])
+                RejectedMessage(
+                    topic=storable_text(topic[:MAX_TOPIC_CHARS]),
+                    payload=describe(payload),
+                    reason=storable_text(reason[:200]),
+                )
                 for topic, payload, reason in batch.rejected
             )
     return [
