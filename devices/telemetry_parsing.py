@@ -8,12 +8,12 @@ says the device is alive and carries no reading. Pure functions: no database, no
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from devices.storable import storable_text
-from mcp_endpoint import jsonrpc
 
 TOPIC_ROOT = "office"
 HEARTBEAT = "heartbeat"
@@ -98,8 +98,8 @@ def parse(topic: str, payload: bytes, received: float) -> Reading | Heartbeat:
     if len(payload) > MAX_PAYLOAD_BYTES:
         raise Rejected(f"payload larger than {MAX_PAYLOAD_BYTES} bytes")
     try:
-        body = jsonrpc.loads(payload)
-    except ValueError:
+        body = json.loads(payload)  # NaN and Infinity are read, and refused as not finite
+    except (ValueError, RecursionError):  # RecursionError: nested too deeply
         raise Rejected("payload is not JSON") from None
     if isinstance(body, dict):
         if "value" not in body:
