@@ -25,6 +25,10 @@ from fel.errors import FelError
 FEL_NS = "http://www.sat.gob.gt/dte/fel/0.2.0"
 # Guatemala has kept UTC-6 all year since 2006: times written without a zone are local.
 GUATEMALA_TZ = timezone(timedelta(hours=-6), "America/Guatemala")
+# Amounts and quantities from 10^10 on are refused as out of range: real invoices stay far
+# below, and products and sums of such values stay within Decimal's 28 digits (1E+50 once
+# made rendering raise InvalidOperation).
+MAX_AMOUNT = Decimal(10) ** 10
 
 
 class FelXmlError(FelError):
@@ -209,6 +213,9 @@ class _Reader:
             value = None
         if value is None or not value.is_finite():
             self.invalid.append(f"{what}: «{raw}» no es un número válido.")
+            return None
+        if abs(value) >= MAX_AMOUNT:
+            self.invalid.append(f"{what}: «{raw}» está fuera del rango admitido (menos de 10 000 millones).")
             return None
         return value
 
