@@ -12,6 +12,7 @@ and are ignored, as are frames that are too large or not JSON.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import uuid
@@ -27,6 +28,7 @@ from mcp_endpoint import jsonrpc
 from mcp_endpoint.client import McpClient, McpClientError
 from mcp_endpoint.session import SERVER_NAME, SERVER_VERSION
 from mcp_endpoint.tokens import bearer_token
+from mcp_endpoint.transports.idle import CLOSE_IDLE, IdleWatch
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +84,18 @@ class DeviceConsumer(AsyncWebsocketConsumer):
         self.discovery: asyncio.Task[Any] | None = None
         await self.accept()
         self.hello_timer = _spawn(self._expect_hello())
+        self.idle = IdleWatch(settings.DEVICE_IDLE_SECONDS, lambda: self.close(code=CLOSE_IDLE), self._ping)
+        self.idle.start()
+
+    async def _ping(self) -> None:
+        """Half-way through a silence: an MCP device answers a ping (the answer is a frame)."""
+        if self.client is not None:
+            _spawn(self._ping_quietly(self.client))
+
+    @staticmethod
+    async def _ping_quietly(client: McpClient) -> None:
+        with contextlib.suppress(McpClientError):
+            await client.request("ping")
 
     async def _expect_hello(self) -> None:
         await asyncio.sleep(HELLO_TIMEOUT)
@@ -91,6 +105,7 @@ class DeviceConsumer(AsyncWebsocketConsumer):
     # --- frames from the device --------------------------------------------------------------
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        self.idle.heard()
         if text_data is None:
             return  # audio
         if len(text_data) > settings.DEVICE_MAX_MESSAGE_BYTES:
@@ -190,6 +205,7 @@ class DeviceConsumer(AsyncWebsocketConsumer):
         if not self.session_id:
             return  # refused before accept
         self.hello_timer.cancel()
+        self.idle.stop()
         if self.discovery is not None:
             self.discovery.cancel()
         if self.client is not None:

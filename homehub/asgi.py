@@ -2,8 +2,8 @@
 
 HTTP: `/mcp` goes straight to the MCP Streamable HTTP app (no Django middleware on the
 hot path); everything else to Django (`/healthz` and `/metrics` without waiting for the device
-gateway). WebSockets: Channels' routes of every app. The
-device gateway starts with the process's first connection.
+gateway), with bodies bounded by HTTP_MAX_BODY_BYTES. WebSockets: Channels' routes of every
+app. The device gateway starts with the process's first connection.
 """
 
 import os
@@ -17,15 +17,17 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set u
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from devices.gateway import with_gateway  # noqa: E402
+from homehub.body_limit import limit_body  # noqa: E402
 from homehub.routing import websocket_urlpatterns  # noqa: E402
 from mcp_endpoint.transports.http import StreamableHttpApp  # noqa: E402
 
 mcp_http_app = StreamableHttpApp()
+django_http_app = limit_body(django_asgi_app)
 MCP_PATHS = {"/mcp", "/mcp/"}
 
 
 async def http_router(scope, receive, send):
-    app = mcp_http_app if scope.get("path") in MCP_PATHS else django_asgi_app
+    app = mcp_http_app if scope.get("path") in MCP_PATHS else django_http_app
     await app(scope, receive, send)
 
 
@@ -44,6 +46,6 @@ OPS_PATHS = {"/healthz", "/metrics"}
 
 async def application(scope, receive, send):
     if scope["type"] == "http" and scope.get("path") in OPS_PATHS:
-        await django_asgi_app(scope, receive, send)
+        await django_http_app(scope, receive, send)
     else:
         await hub_app(scope, receive, send)

@@ -147,14 +147,6 @@ MQTT_SESSION_EXPIRY_SECONDS = int(os.environ.get("MQTT_SESSION_EXPIRY_SECONDS", 
 MQTT_KEEPALIVE_SECONDS = int(os.environ.get("MQTT_KEEPALIVE_SECONDS", 30))
 # Set: workers subscribe $share/<group>/... and split telemetry and commands between them.
 MQTT_SHARED_GROUP = os.environ.get("MQTT_SHARED_GROUP", "")
-# Telemetry is written in batches of this many messages or this many seconds, whichever first.
-MQTT_BATCH_SIZE = int(os.environ.get("MQTT_BATCH_SIZE", 500))
-MQTT_BATCH_SECONDS = float(os.environ.get("MQTT_BATCH_SECONDS", 0.05))
-# Messages received but not yet written; past it the worker stops reading (backpressure).
-MQTT_QUEUE_LIMIT = int(os.environ.get("MQTT_QUEUE_LIMIT", 20000))
-# Unacknowledged QoS 1 messages the broker may send at once (MQTT 5 Receive Maximum).
-MQTT_RECEIVE_MAXIMUM = int(os.environ.get("MQTT_RECEIVE_MAXIMUM", 2000))
-MQTT_REJECTED_KEEP = int(os.environ.get("MQTT_REJECTED_KEEP", 10000))
 # An MQTT agent that declared no heartbeat is offline after this much silence (0: only its last will).
 MQTT_AGENT_SILENCE_SECONDS = float(os.environ.get("MQTT_AGENT_SILENCE_SECONDS", 0))
 # Live sensor values go to the dashboard at most this often.
@@ -172,15 +164,11 @@ FEL_THEME = os.environ.get("FEL_THEME", "azul")
 FEL_WEBSITE = os.environ.get("FEL_WEBSITE", "")
 FEL_PHONE = os.environ.get("FEL_PHONE", "")
 FEL_EMAIL = os.environ.get("FEL_EMAIL", "")
-# Larger XML files are refused before parsing (the 45-item sample is 45 KB).
-FEL_MAX_XML_BYTES = int(os.environ.get("FEL_MAX_XML_BYTES", str(2 * 1024 * 1024)))
 # Where PDFs go when the call names no place (relative to FEL_ROOT): fel_render writes
 # <dir>/<xml name>.pdf, fel_batch writes into <dir>/. The default is seed 002's data/out.
 FEL_OUTPUT_DIR = os.environ.get("FEL_OUTPUT_DIR", "out")
 # Processes for fel_batch (0: one per core).
 FEL_BATCH_WORKERS = int(os.environ.get("FEL_BATCH_WORKERS", "0"))
-# Files one upload may carry (a dashboard or REST batch); Django's default is 100.
-DATA_UPLOAD_MAX_NUMBER_FILES = int(os.environ.get("FEL_BATCH_MAX_FILES", "500"))
 
 # --- Auth, i18n, static -------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
@@ -208,8 +196,6 @@ LOGGING = {
 }
 
 # --- MCP --------------------------------------------------------------------------------
-MCP_MAX_MESSAGE_BYTES = int(os.environ.get("MCP_MAX_MESSAGE_BYTES", 4 * 1024 * 1024))
-MCP_SESSION_IDLE_SECONDS = int(os.environ.get("MCP_SESSION_IDLE_SECONDS", 3600))
 # How long a process trusts a verified token or a looked-up HTTP session without asking the
 # database again: the bound on how long a token revoked or a session ended through another
 # process keeps working here (0: ask every time).
@@ -218,9 +204,6 @@ MCP_AUTH_CACHE_SECONDS = float(os.environ.get("MCP_AUTH_CACHE_SECONDS", 2))
 MCP_ALLOWED_ORIGINS = env_list("MCP_ALLOWED_ORIGINS", "")
 # Answer POSTed requests with plain JSON instead of a one-event SSE stream.
 MCP_HTTP_JSON_RESPONSE = env_bool("MCP_HTTP_JSON_RESPONSE", False)
-# Tool calls allowed per token per window, shared by every process (0 disables the limit).
-MCP_RATE_LIMIT = int(os.environ.get("MCP_RATE_LIMIT", 600))
-MCP_RATE_WINDOW_SECONDS = int(os.environ.get("MCP_RATE_WINDOW_SECONDS", 60))
 # How long a tool waits for the client's answer to sampling/createMessage or elicitation/create.
 MCP_CLIENT_REQUEST_TIMEOUT_SECONDS = float(os.environ.get("MCP_CLIENT_REQUEST_TIMEOUT_SECONDS", 300))
 # Streamable HTTP resumability (SEP-1699): the `retry` a priming event asks of clients, and
@@ -236,8 +219,6 @@ DEVICES_ACCEPT_UNKNOWN = env_bool("DEVICES_ACCEPT_UNKNOWN", False)
 # Each hub process vouches for its connected devices this often; a device no process has
 # vouched for in three rounds (its process died) goes offline.
 DEVICES_PRESENCE_SECONDS = float(os.environ.get("DEVICES_PRESENCE_SECONDS", 60))
-# Larger frames from a device are ignored (daphne itself closes the socket past 1 MiB).
-DEVICE_MAX_MESSAGE_BYTES = int(os.environ.get("DEVICE_MAX_MESSAGE_BYTES", 64 * 1024))
 # Offered to devices in `initialize` (capabilities.vision) when set.
 DEVICE_VISION_URL = os.environ.get("DEVICE_VISION_URL", "")
 DEVICE_VISION_TOKEN = os.environ.get("DEVICE_VISION_TOKEN", "")
@@ -289,3 +270,49 @@ else:
 HEALTHZ_CHECK_MQTT = env_bool("HEALTHZ_CHECK_MQTT", True)
 # /metrics: when set, scrapers must send `Authorization: Bearer <METRICS_TOKEN>`.
 METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
+
+# --- Limits ------------------------------------------------------------------------------------
+# Every bound on what a client, a device or a sensor may ask of the hub, in one place.
+# docs/LIMITS.md says, for each, what the one who exceeds it sees. 0 turns off the ones
+# marked "(0: none)".
+_MiB = 1024 * 1024
+# HTTP: a request body (REST API, dashboard forms and uploads) larger than this is refused
+# with 413 before Django reads it; /mcp has its own limit below.
+HTTP_MAX_BODY_BYTES = int(os.environ.get("HTTP_MAX_BODY_BYTES", 64 * _MiB))
+# A form or JSON body Django reads into memory (uploaded files excepted): 400/413 past it.
+DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("HTTP_MAX_FORM_BYTES", int(2.5 * _MiB)))
+# Files one upload may carry (a dashboard or REST batch); Django's default is 100.
+DATA_UPLOAD_MAX_NUMBER_FILES = int(os.environ.get("FEL_BATCH_MAX_FILES", "500"))
+# Larger FEL XML files are refused before parsing (the 45-item sample is 45 KB).
+FEL_MAX_XML_BYTES = int(os.environ.get("FEL_MAX_XML_BYTES", str(2 * _MiB)))
+
+# MCP: the largest message on any transport (HTTP answers 413).
+MCP_MAX_MESSAGE_BYTES = int(os.environ.get("MCP_MAX_MESSAGE_BYTES", 4 * _MiB))
+# An HTTP session unused this long ends (404, initialize again).
+MCP_SESSION_IDLE_SECONDS = int(os.environ.get("MCP_SESSION_IDLE_SECONDS", 3600))
+# Live HTTP sessions one token may hold; a new one ends the least recently used (0: none).
+MCP_MAX_SESSIONS_PER_TOKEN = int(os.environ.get("MCP_MAX_SESSIONS_PER_TOKEN", 50))
+# Requests one session may have running at once (and messages in one batch); past it, a
+# JSON-RPC error (0: none).
+MCP_MAX_CONCURRENT_CALLS = int(os.environ.get("MCP_MAX_CONCURRENT_CALLS", 16))
+# A /ws/mcp/ connection that sends nothing this long is closed with 4408 (0: never).
+MCP_WS_IDLE_SECONDS = float(os.environ.get("MCP_WS_IDLE_SECONDS", 3600))
+# Tool calls allowed per token per window, shared by every process (0: none).
+MCP_RATE_LIMIT = int(os.environ.get("MCP_RATE_LIMIT", 600))
+MCP_RATE_WINDOW_SECONDS = int(os.environ.get("MCP_RATE_WINDOW_SECONDS", 60))
+
+# ESP32 devices: larger frames are ignored (daphne itself closes the socket past 1 MiB).
+DEVICE_MAX_MESSAGE_BYTES = int(os.environ.get("DEVICE_MAX_MESSAGE_BYTES", 64 * 1024))
+# A device silent this long is closed with 4408; the hub pings an MCP device half-way, so
+# only a dead or stuck one stays silent (0: never).
+DEVICE_IDLE_SECONDS = float(os.environ.get("DEVICE_IDLE_SECONDS", 600))
+
+# MQTT telemetry: written in batches of this many messages or this many seconds, whichever first.
+MQTT_BATCH_SIZE = int(os.environ.get("MQTT_BATCH_SIZE", 500))
+MQTT_BATCH_SECONDS = float(os.environ.get("MQTT_BATCH_SECONDS", 0.05))
+# Messages received but not yet written; past it the worker stops reading (backpressure).
+MQTT_QUEUE_LIMIT = int(os.environ.get("MQTT_QUEUE_LIMIT", 20000))
+# Unacknowledged QoS 1 messages the broker may send at once (MQTT 5 Receive Maximum).
+MQTT_RECEIVE_MAXIMUM = int(os.environ.get("MQTT_RECEIVE_MAXIMUM", 2000))
+# Rejected messages kept for people to look at (the oldest are pruned).
+MQTT_REJECTED_KEEP = int(os.environ.get("MQTT_REJECTED_KEEP", 10000))

@@ -63,7 +63,23 @@ def _remember(session_id: str, token_id: int, state: SessionState, last_active: 
     _known[session_id] = _Known(token_id, _copy(state), last_active, now)
 
 
+def _make_room(token: AccessToken) -> None:
+    """At most MCP_MAX_SESSIONS_PER_TOKEN live sessions per token: before a new one, end the
+    least recently used beyond the limit (clients seldom DELETE theirs; the one ended gets
+    404 and initializes again). Other processes notice within MCP_AUTH_CACHE_SECONDS."""
+    limit = settings.MCP_MAX_SESSIONS_PER_TOKEN
+    if limit <= 0:
+        return
+    live = McpSession.objects.filter(token=token, ended=False).order_by("-last_active", "-pk")
+    surplus = list(live.values_list("pk", "session_id")[limit - 1 :])
+    if surplus:
+        McpSession.objects.filter(pk__in=[pk for pk, _ in surplus]).update(ended=True)
+        for _, session_id in surplus:
+            _known.pop(session_id, None)
+
+
 def create(token: AccessToken, state: SessionState) -> str:
+    _make_room(token)
     session_id = new_session_id()
     row = McpSession.objects.create(session_id=session_id, token=token, state=dataclasses.asdict(state))
     _remember(session_id, token.pk, state, row.last_active)

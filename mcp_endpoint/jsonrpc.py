@@ -13,6 +13,7 @@ INTERNAL_ERROR = -32603
 # HomeHub's own, in the implementation-defined server range.
 FORBIDDEN = -32001
 RATE_LIMITED = -32002
+TOO_MANY_REQUESTS = -32003  # more requests running at once than MCP_MAX_CONCURRENT_CALLS
 # The stateless 2026-07-28 revision.
 HEADER_MISMATCH = -32020
 MISSING_REQUIRED_CLIENT_CAPABILITY = -32021

@@ -192,6 +192,9 @@ class ServerSession:
                     )
                     await self.send(jsonrpc.error_response(request_id, error))
                     return
+                if 0 < settings.MCP_MAX_CONCURRENT_CALLS <= len(self._in_flight):
+                    await self.send(jsonrpc.error_response(request_id, too_many_in_flight()))
+                    return
                 task = asyncio.ensure_future(self._answer_cancellable(message))
                 self._in_flight[request_id] = task
                 task.add_done_callback(lambda _t, rid=request_id: self._in_flight.pop(rid, None))
@@ -282,6 +285,12 @@ class ServerSession:
             return jsonrpc.error_response(
                 None, JsonRpcError(jsonrpc.INVALID_REQUEST, "Invalid Request: empty batch")
             )
+        limit = settings.MCP_MAX_CONCURRENT_CALLS
+        if 0 < limit < len(batch):  # a batch's requests run at once
+            error = JsonRpcError(
+                jsonrpc.INVALID_REQUEST, f"Invalid Request: a batch may carry at most {limit} messages"
+            )
+            return jsonrpc.error_response(None, error)
         answers = await asyncio.gather(*(self._handle_one(item, notify) for item in batch))
         responses = [answer for answer in answers if answer is not None]
         return responses or None
@@ -779,6 +788,16 @@ class ServerSession:
         "completion/complete": _complete,
         "subscriptions/listen": _listen,
     }
+
+
+def too_many_in_flight() -> JsonRpcError:
+    """Over MCP_MAX_CONCURRENT_CALLS: the request is refused, the session goes on."""
+    limit = settings.MCP_MAX_CONCURRENT_CALLS
+    return JsonRpcError(
+        jsonrpc.TOO_MANY_REQUESTS,
+        f"Too many requests at once: at most {limit} may run in one session; wait for an answer",
+        {"limit": limit},
+    )
 
 
 def _cacheable(ctx: RequestContext, result: dict[str, Any], ttl: int = LIST_TTL_MS) -> dict[str, Any]:

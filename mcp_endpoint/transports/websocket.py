@@ -17,6 +17,7 @@ from mcp_endpoint.metrics import WEBSOCKET_CONNECTIONS
 from mcp_endpoint.session import ServerSession
 from mcp_endpoint.tokens import aauthenticate, bearer_token, caller_for
 from mcp_endpoint.transports.asgi_http import Request, origin_allowed
+from mcp_endpoint.transports.idle import CLOSE_IDLE, IdleWatch
 
 INTERFACE = "mcp-ws"
 SUBPROTOCOL = "mcp"
@@ -50,6 +51,8 @@ class McpWebSocketConsumer(AsyncWebsocketConsumer):
         self.session.on_subscribe = self._hear_changes
         offered = self.scope.get("subprotocols") or []
         await self.accept(subprotocol=SUBPROTOCOL if SUBPROTOCOL in offered else None)
+        self.idle = IdleWatch(settings.MCP_WS_IDLE_SECONDS, lambda: self.close(code=CLOSE_IDLE))
+        self.idle.start()
 
     async def _hear_changes(self) -> None:
         """Join the change groups at the first subscription: a session that subscribes to
@@ -80,6 +83,7 @@ class McpWebSocketConsumer(AsyncWebsocketConsumer):
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if self.session is None:
             return
+        self.idle.heard()
         if text_data is None:
             await self.close(code=CLOSE_UNSUPPORTED_DATA)  # binary frames are not MCP
             return
@@ -100,6 +104,7 @@ class McpWebSocketConsumer(AsyncWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         if self.session is not None:
             WEBSOCKET_CONNECTIONS.dec()
+            self.idle.stop()
             if self._hearing_changes:
                 for group in self.session.resources.change_groups:
                     await self.channel_layer.group_discard(group, self.channel_name)

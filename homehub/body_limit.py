@@ -1,0 +1,55 @@
+"""HTTP_MAX_BODY_BYTES for every Django request (REST API, dashboard forms and uploads).
+
+Django reads a whole body (to a temporary file past FILE_UPLOAD_MAX_MEMORY_SIZE) before any
+middleware or view runs, and caps only the part it keeps in memory: uploaded files are not
+bounded at all. This ASGI wrapper refuses a larger body with 413 and a JSON `detail`, from
+its Content-Length before a byte is read, or as soon as the bytes received pass the limit
+(chunked uploads). `/mcp` does not pass through here: it has MCP_MAX_MESSAGE_BYTES.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.conf import settings
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _refuse(send, limit: int) -> None:
+    body = json.dumps({"detail": f"The request body is too large (at most {limit} bytes)."}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": 413, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def limit_body(app):
+    """`app` with request bodies bounded by HTTP_MAX_BODY_BYTES (0: no bound)."""
+
+    async def bounded(scope, receive, send) -> None:
+        limit = settings.HTTP_MAX_BODY_BYTES
+        if scope["type"] != "http" or limit <= 0:
+            await app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers", [])).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > limit:
+            await _refuse(send, limit)
+            return
+        received = 0
+
+        async def counted_receive():
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > limit:
+                raise _TooLarge
+            return message
+
+        try:
+            await app(scope, counted_receive, send)
+        except _TooLarge:  # Django reads the whole body before it answers: nothing sent yet
+            await _refuse(send, limit)
+
+    return bounded
