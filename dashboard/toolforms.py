@@ -15,7 +15,8 @@ def fields_for(schema: dict[str, Any] | None) -> list[dict[str, Any]]:
     """One entry per property: name, label, widget (text, number, checkbox, select, json), ..."""
     schema = schema if isinstance(schema, dict) else {}
     props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-    required = set(schema.get("required") or [])
+    listed = schema.get("required")
+    required = {r for r in listed if isinstance(r, str)} if isinstance(listed, list) else set()
     fields = []
     for name, prop in props.items():
         prop = prop if isinstance(prop, dict) else {}

@@ -15,6 +15,7 @@ from channels.testing import WebsocketCommunicator
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from dashboard.toolforms import arguments_from, fields_for
 from devices import audit
 from devices.agent_services import register_agent
 from devices.models import Agent, Event, RejectedMessage, TelemetryReading
@@ -285,3 +286,52 @@ def test_every_audited_call_is_stored_whatever_its_arguments(home, settings, nam
     assert "result" in answer or "error" in answer
     audit.flush()
     assert len(audit.buffer) == 0
+
+
+# --- the dashboard's forms for a device's tools -----------------------------------------------
+
+schemas = st.one_of(
+    json_values,
+    st.fixed_dictionaries(
+        {"type": st.just("object")},
+        optional={
+            "properties": st.dictionaries(
+                nasty_text,
+                st.one_of(
+                    json_values,
+                    st.fixed_dictionaries(
+                        {},
+                        optional={
+                            "type": st.one_of(
+                                st.sampled_from(["string", "integer", "number", "boolean", "object"]),
+                                json_values,
+                            ),
+                            "enum": json_values,
+                            "title": json_values,
+                            "minimum": json_values,
+                        },
+                    ),
+                ),
+                max_size=4,
+            ),
+            "required": json_values,
+        },
+    ),
+)
+
+
+@FUZZ
+@given(
+    schema=schemas,
+    posted=st.dictionaries(nasty_text, st.one_of(nasty_text, st.sampled_from(["[" * 3000, "1e400"]))),
+)
+@example(schema={"properties": {"a": {}}, "required": [["a"]]}, posted={})
+@example(schema={"properties": {"a": {"type": "object"}}}, posted={"arg-a": "[" * 3000})
+def test_a_device_schema_of_any_shape_gives_a_form(schema, posted):
+    """A device chooses its tools' schemas: the Devices page draws a form from any of them,
+    and what is posted becomes arguments or per-field errors."""
+    fields = fields_for(schema)
+    arguments, errors = arguments_from(schema, posted)
+    names = {field["name"] for field in fields}
+    assert set(arguments) <= names and set(errors) <= names
+    json.dumps(arguments, allow_nan=True)

@@ -44,15 +44,20 @@ def quiet_limits(settings):
 
 
 @FUZZ
-@given(batch=st.lists(messages, max_size=6))
-@example(batch=[{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": [1]}}])
-@example(batch=[{"jsonrpc": "2.0", "id": 10**100, "method": "tools/call", "params": {"name": {}}}])
-def test_engine_answers_every_message(home, quiet_limits, batch):
+@given(version=st.sampled_from(["2025-03-26", "2025-11-25"]), batch=st.lists(messages, max_size=6))
+@example(
+    version="2025-11-25",
+    batch=[{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": [1]}}],
+)
+@example(
+    version="2025-03-26", batch=[[{"jsonrpc": "2.0", "id": 10**100, "method": "tools/call", "params": {}}]]
+)
+def test_engine_answers_every_message(home, quiet_limits, version, batch):
     before = home_snapshot()
 
     async def scenario() -> None:
         peer = Peer(scopes=SCOPES)
-        await peer.initialize()
+        await peer.initialize(version)  # 2025-03-26 takes batches
         for message in batch:
             answer = await peer.session.handle(message)
             if answer is not None:
