@@ -290,7 +290,8 @@ FEL_MAX_XML_BYTES = int(os.environ.get("FEL_MAX_XML_BYTES", str(2 * _MiB)))
 MCP_MAX_MESSAGE_BYTES = int(os.environ.get("MCP_MAX_MESSAGE_BYTES", 4 * _MiB))
 # An HTTP session unused this long ends (404, initialize again).
 MCP_SESSION_IDLE_SECONDS = int(os.environ.get("MCP_SESSION_IDLE_SECONDS", 3600))
-# Live HTTP sessions one token may hold; a new one ends the least recently used (0: none).
+# Live HTTP sessions one token may hold, a new one ending the least recently used; and
+# /ws/mcp/ connections per token in each process, more being refused (0: none).
 MCP_MAX_SESSIONS_PER_TOKEN = int(os.environ.get("MCP_MAX_SESSIONS_PER_TOKEN", 50))
 # Requests one session may have running at once (and messages in one batch); past it, a
 # JSON-RPC error (0: none).

@@ -114,6 +114,32 @@ def test_a_new_session_past_the_limit_ends_the_least_recently_used(make_token, s
     assert async_to_sync(scenario)() == [404, 200, 200, 200]
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_websocket_past_the_limit_is_told_why_and_closed(make_token, settings):
+    settings.MCP_MAX_SESSIONS_PER_TOKEN = 1
+    token = make_token()
+
+    def connection() -> WebsocketCommunicator:
+        return WebsocketCommunicator(application, f"/ws/mcp/?token={token}")
+
+    async def scenario():
+        first, second, third = connection(), connection(), connection()
+        await first.connect()
+        await second.connect()
+        refusal, closed = await second.receive_json_from(timeout=10), await second.receive_output(timeout=10)
+        await first.disconnect()
+        await third.connect()
+        await third.send_json_to(LEGACY_INIT)
+        answer = await third.receive_json_from(timeout=10)
+        await third.disconnect()
+        return refusal, closed, answer
+
+    refusal, closed, answer = async_to_sync(scenario)()
+    assert refusal["error"]["code"] == jsonrpc.TOO_MANY_SESSIONS and refusal["error"]["data"] == {"limit": 1}
+    assert closed == {"type": "websocket.close", "code": 4429}
+    assert "result" in answer
+
+
 # --- requests at once per session ----------------------------------------------------------------
 
 

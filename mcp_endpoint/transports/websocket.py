@@ -25,6 +25,9 @@ SUBPROTOCOL = "mcp"
 # autobahn only lets it send 1000 or 3000-4999. 4003 mirrors 1003 in the private range.
 CLOSE_UNSUPPORTED_DATA = 4003
 CLOSE_POLICY_VIOLATION = 4401  # application range: unauthorized
+CLOSE_TOO_MANY = 4429  # mirrors HTTP 429
+# Open connections of each token in this process (MCP_MAX_SESSIONS_PER_TOKEN).
+_open: dict[int, int] = {}
 
 
 class McpWebSocketConsumer(AsyncWebsocketConsumer):
@@ -44,13 +47,24 @@ class McpWebSocketConsumer(AsyncWebsocketConsumer):
         if token is None:
             await self.close(code=CLOSE_POLICY_VIOLATION)
             return
-        self._token = raw
+        offered = self.scope.get("subprotocols") or []
+        await self.accept(subprotocol=SUBPROTOCOL if SUBPROTOCOL in offered else None)
+        limit = settings.MCP_MAX_SESSIONS_PER_TOKEN
+        if 0 < limit <= _open.get(token.pk, 0):
+            error = jsonrpc.JsonRpcError(
+                jsonrpc.TOO_MANY_SESSIONS,
+                f"Too many sessions: this token already has {limit} WebSocket connections open here",
+                {"limit": limit},
+            )
+            await self._send_message(jsonrpc.error_response(None, error))
+            await self.close(code=CLOSE_TOO_MANY)
+            return
+        _open[token.pk] = _open.get(token.pk, 0) + 1
+        self._token, self._token_pk = raw, token.pk
         caller = caller_for(token, INTERFACE)
         self.session = ServerSession(caller, self._send_message)
         WEBSOCKET_CONNECTIONS.inc()  # undone in disconnect(), for every connection with a session
         self.session.on_subscribe = self._hear_changes
-        offered = self.scope.get("subprotocols") or []
-        await self.accept(subprotocol=SUBPROTOCOL if SUBPROTOCOL in offered else None)
         self.idle = IdleWatch(settings.MCP_WS_IDLE_SECONDS, lambda: self.close(code=CLOSE_IDLE))
         self.idle.start()
 
@@ -105,6 +119,9 @@ class McpWebSocketConsumer(AsyncWebsocketConsumer):
         if self.session is not None:
             WEBSOCKET_CONNECTIONS.dec()
             self.idle.stop()
+            _open[self._token_pk] -= 1
+            if not _open[self._token_pk]:
+                del _open[self._token_pk]
             if self._hearing_changes:
                 for group in self.session.resources.change_groups:
                     await self.channel_layer.group_discard(group, self.channel_name)
