@@ -12,6 +12,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from devices.broadcast import HOME_GROUP
 from homehub.groups import keep_joined
+from mcp_endpoint import jsonrpc
 
 UNAUTHORIZED = 4401
 
@@ -29,6 +30,16 @@ class HomeConsumer(AsyncJsonWebsocketConsumer):
         self.membership = keep_joined(self.channel_layer, lambda: [HOME_GROUP], self.channel_name)
         await self.accept()
         await self.send_json({"type": "hello", "user": user.get_username()})
+
+    async def receive(
+        self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
+    ) -> None:
+        """A frame that is not JSON text is ignored (Channels' own would end the socket)."""
+        try:
+            content = jsonrpc.loads(text_data) if text_data is not None else None
+        except ValueError:
+            return
+        await self.receive_json(content)
 
     async def disconnect(self, code: int) -> None:
         if self.joined:

@@ -15,6 +15,7 @@ from channels.testing import WebsocketCommunicator
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from dashboard.consumers import HomeConsumer
 from dashboard.toolforms import arguments_from, fields_for
 from devices import audit
 from devices.agent_services import register_agent
@@ -335,3 +336,33 @@ def test_a_device_schema_of_any_shape_gives_a_form(schema, posted):
     names = {field["name"] for field in fields}
     assert set(arguments) <= names and set(errors) <= names
     json.dumps(arguments, allow_nan=True)
+
+
+# --- the dashboard's live socket --------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+@FUZZ
+@given(junk=st.lists(st.one_of(frames, st.binary(min_size=1, max_size=32)).filter(bool), max_size=5))
+@example(junk=[DEEP_ARRAY, "not json", b"\x00"])
+def test_the_dashboard_socket_survives_every_frame(django_user_model, junk):
+    user, _ = django_user_model.objects.get_or_create(username="fuzzer")
+
+    async def scenario() -> dict[str, Any]:
+        browser = WebsocketCommunicator(HomeConsumer.as_asgi(), "/ws/home/")
+        browser.scope["user"] = user
+        assert (await browser.connect())[0]
+        assert (await browser.receive_json_from(timeout=10))["type"] == "hello"
+        for frame in junk:
+            await (
+                browser.send_to(bytes_data=frame)
+                if isinstance(frame, bytes)
+                else browser.send_to(text_data=frame)
+            )
+        await browser.send_json_to({"type": "ping"})
+        while (answer := await browser.receive_json_from(timeout=10))["type"] != "pong":
+            pass
+        await browser.disconnect()
+        return answer
+
+    assert async_to_sync(scenario)() == {"type": "pong"}
