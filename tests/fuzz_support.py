@@ -131,6 +131,11 @@ def wire_text(value: Any) -> str:
     return json.dumps(value)
 
 
+def wire_bytes(text: str) -> bytes:
+    """Text as bytes on the wire; a lone surrogate becomes bytes that are not UTF-8."""
+    return text.encode("utf-8", "surrogatepass")
+
+
 frames = st.one_of(messages.map(wire_text), st.sampled_from(HOSTILE_TEXTS), nasty_text)
 
 

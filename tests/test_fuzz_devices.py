@@ -36,6 +36,7 @@ from tests.fuzz_support import (
     home_snapshot,
     json_values,
     nasty_text,
+    wire_bytes,
     wire_text,
 )
 
@@ -172,7 +173,7 @@ payloads = st.one_of(
         {}, optional={"value": reading_values, "unit": json_values, "timestamp": reading_values}
     ).map(lambda body: json.dumps(body).encode()),
     reading_values.map(lambda value: json.dumps(value).encode()),
-    frames.map(str.encode),
+    frames.map(wire_bytes),
     st.binary(max_size=64),
     st.just(b"1" * 5000),
 )
@@ -230,7 +231,7 @@ def test_ingest_stores_or_rejects_every_message(messages):
 
 @given(
     payload=st.one_of(
-        frames.map(str.encode), st.binary(max_size=64), json_values.map(wire_text).map(str.encode)
+        frames.map(wire_bytes), st.binary(max_size=64), json_values.map(wire_text).map(str.encode)
     )
 )
 @FUZZ
@@ -247,7 +248,7 @@ def test_announcements_are_agents_or_reasons(payload):
 
 @given(
     payload=st.one_of(
-        frames.map(str.encode), st.binary(max_size=300), json_values.map(wire_text).map(str.encode)
+        frames.map(wire_bytes), st.binary(max_size=300), json_values.map(wire_text).map(str.encode)
     )
 )
 @FUZZ

@@ -15,6 +15,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from homehub.asgi import application
+from mcp_endpoint import jsonrpc
 from mcp_endpoint.registry import Caller
 from mcp_endpoint.transports.simple import serve_simple
 from mcp_endpoint.transports.stdio import serve_stdio
@@ -29,6 +30,7 @@ from tests.fuzz_support import (
     home_snapshot,
     messages,
     nasty_text,
+    wire_bytes,
 )
 from tests.mcp_helpers import LEGACY_INIT, Peer
 
@@ -71,7 +73,7 @@ def test_engine_answers_every_message(home, quiet_limits, version, batch):
 
 
 @FUZZ
-@given(raw=st.lists(st.one_of(frames, frames.map(str.encode)), max_size=6))
+@given(raw=st.lists(st.one_of(frames, frames.map(wire_bytes)), max_size=6))
 @example(raw=[DEEP_ARRAY, NAN, SURROGATE_ID, NOT_UTF8])
 @example(raw=['{"jsonrpc": "2.0", "id": 1, "method": []}'])
 def test_engine_stream_entry_answers_every_frame(home, quiet_limits, raw):
@@ -86,22 +88,15 @@ def test_engine_stream_entry_answers_every_frame(home, quiet_limits, raw):
         await peer.session.drain()
         for sent in peer.sent:
             assert_jsonrpc_answer(sent)
-            jsonrpc_text(sent)
+            jsonrpc.dumps(sent).encode()  # what a transport writes: UTF-8, whatever the peer sent
         assert PONG in peer.sent
         await peer.session.close()
 
     async_to_sync(scenario)()
 
 
-def jsonrpc_text(message: dict[str, Any]) -> bytes:
-    """What a transport puts on the wire: must be UTF-8 whatever the peer sent."""
-    from mcp_endpoint.jsonrpc import dumps
-
-    return dumps(message).encode()
-
-
 lines = st.one_of(
-    frames.map(str.encode),
+    frames.map(wire_bytes),
     st.binary(max_size=64),
     st.sampled_from([NOT_UTF8, b"\xff" * 3000, b"x" * 5000, b"\r", b"\x00"]),
 )
@@ -161,7 +156,7 @@ HEADER_CHOICES = {
     "content-length": st.one_of(st.just("99999999999"), header_text),
 }
 http_headers = st.fixed_dictionaries({}, optional=HEADER_CHOICES)
-bodies = st.one_of(frames.map(str.encode), st.binary(max_size=64), st.just(b"x" * 70000))
+bodies = st.one_of(frames.map(wire_bytes), st.binary(max_size=64), st.just(b"x" * 70000))
 
 
 async def http(method: str, body: bytes, headers: dict[str, str], token: str) -> dict[str, Any]:
