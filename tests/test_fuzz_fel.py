@@ -146,3 +146,20 @@ def test_every_kind_of_dtd_is_refused(doctype):
     ).encode()
     with pytest.raises(FelXmlError, match="por seguridad"):
         parse_document(data)
+
+
+def test_a_document_just_under_the_size_limit_is_validated(settings):
+    """Thousands of items (as many as FEL_MAX_XML_BYTES allows): read and checked whole, in
+    one linear pass, with the totals' issue named once rather than per item."""
+    root = copy.deepcopy(SAMPLES[1])
+    items = root.find(f"{{{FEL_NS}}}SAT/{{{FEL_NS}}}DTE/{{{FEL_NS}}}DatosEmision/{{{FEL_NS}}}Items")
+    originals = list(items)
+    size = len(ElementTree.tostring(root))
+    per_round = sum(len(ElementTree.tostring(item)) for item in originals)
+    for _ in range((settings.FEL_MAX_XML_BYTES - size) // per_round):
+        items.extend(copy.deepcopy(item) for item in originals)
+    data = ElementTree.tostring(root, encoding="utf-8")
+    assert len(data) <= settings.FEL_MAX_XML_BYTES
+    validation = validate(parse_document(data))
+    assert len(parse_document(data).items) == len(items) > 2000
+    assert not validation.ok and any("GranTotal" in issue for issue in validation.issues)
