@@ -21,8 +21,11 @@ from devices import audit
 from devices.agent_services import register_agent
 from devices.models import Agent, Event, RejectedMessage, TelemetryReading
 from devices.mqtt.agents import AnnouncementError, parse_announcement
+from devices.mqtt.connection import BrokerConfig
 from devices.mqtt.home import CommandError, parse_switch
 from devices.mqtt.ingest import Ingestor
+from devices.mqtt.worker import Worker
+from devices.services import seed_home
 from homehub.asgi import application
 from mcp_endpoint.client import McpClient, RemoteError
 from mcp_endpoint.registry import Caller
@@ -367,3 +370,46 @@ def test_the_dashboard_socket_survives_every_frame(django_user_model, junk):
         return answer
 
     assert async_to_sync(scenario)() == {"type": "pong"}
+
+
+# --- the MQTT worker's control topics (agents, home commands) ---------------------------------
+
+control_topics = st.one_of(
+    st.sampled_from(["mcp/discovery", "homehub/alarm/set", "homehub/status"]),
+    st.builds("mcp/{}/response/{}".format, segments, segments),
+    st.builds("mcp/{}/status".format, segments),
+    st.builds("homehub/lights/{}/set".format, st.one_of(st.just("salon"), nasty_text)),
+)
+announcements = st.fixed_dictionaries(
+    {"agent_id": st.one_of(st.just("fuzz_agent"), nasty_text, json_values)},
+    optional={"capabilities": json_values, "heartbeat": json_values, "methods": json_values},
+).map(lambda body: json.dumps(body).encode())
+
+
+@pytest.mark.django_db(transaction=True)
+@FUZZ
+@given(messages=st.lists(st.tuples(control_topics, st.one_of(payloads, announcements)), max_size=6))
+@example(messages=[("mcp/discovery", b'{"agent_id": "fuzz_agent", "capabilities": ["\\u0000"]}')])
+@example(messages=[("homehub/lights/\x00/set", b"on"), ("mcp/fuzz_agent/response/1", b"[" * 3000)])
+def test_the_worker_acts_on_control_messages_or_refuses_them(messages):
+    """Announcements, agents' answers and statuses, home commands: each is acted on or kept
+    as a rejected message, and a valid command right after still switches the light."""
+    seed_home()
+    rejected_before = RejectedMessage.objects.count()
+    worker = Worker(BrokerConfig.from_settings(client_id="fuzz-worker"))
+
+    async def scenario() -> None:
+        await worker.agents.start()
+        await worker.home.start()
+        try:
+            for topic, payload in messages:
+                await worker._dispatch(topic, payload, False)
+            await worker._dispatch("homehub/lights/salon/set", b"on", False)
+            await worker._dispatch("homehub/alarm/set", b"disarm", False)
+        finally:
+            await worker.agents.stop()
+            await worker.home.stop()
+
+    async_to_sync(scenario)()
+    assert home_snapshot()["lights"]["salon"] is True and home_snapshot()["alarm"] is False
+    assert RejectedMessage.objects.count() - rejected_before <= len(messages)

@@ -31,6 +31,7 @@ from channels.layers import get_channel_layer
 
 from devices import agent_channels, agent_services
 from devices.mqtt import topics
+from devices.storable import storable_text
 from homehub.groups import keep_joined, receive_forever
 from mcp_endpoint import jsonrpc
 from mcp_endpoint.client import SOMS, Dialect, McpClient, McpClientError
@@ -76,10 +77,10 @@ def parse_announcement(payload: bytes) -> Announcement:
     capabilities = body.get("capabilities", [])
     if not isinstance(capabilities, list) or not all(isinstance(c, str) for c in capabilities):
         raise AnnouncementError("capabilities must be a list of strings")
-    details: dict[str, Any] = {"capabilities": capabilities[:MAX_CAPABILITIES]}
+    details: dict[str, Any] = {"capabilities": [storable_text(c) for c in capabilities[:MAX_CAPABILITIES]]}
     methods = body.get("methods")
     if isinstance(methods, list):
-        details["methods"] = [m for m in methods if isinstance(m, str)][:10]
+        details["methods"] = [storable_text(m) for m in methods if isinstance(m, str)][:10]
     heartbeat = body.get("heartbeat")
     if isinstance(heartbeat, int | float) and not isinstance(heartbeat, bool) and 0 < heartbeat <= 86400:
         details["heartbeat"] = float(heartbeat)
