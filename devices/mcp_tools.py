@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from devices import history, selectors, services
 from devices.errors import HomeError
 from devices.gateway import gateway
+from devices.storable import LookupText
 from mcp_endpoint.registry import ToolContext, ToolError, ToolResult, tool
 
 
@@ -116,8 +117,8 @@ class AgentList(BaseModel):
 
 class CallAgentToolInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    agent_id: str = Field(description="The agent, as list_agents names it")
-    tool: str = Field(description="The device's own tool name, e.g. self.audio_speaker.set_volume")
+    agent_id: LookupText = Field(description="The agent, as list_agents names it")
+    tool: LookupText = Field(description="The device's own tool name, e.g. self.audio_speaker.set_volume")
     arguments: dict[str, Any] = Field(default_factory=dict, description="As the tool's input schema asks")
 
 
@@ -160,13 +161,13 @@ class SensorValues(BaseModel):
 
 class SensorValuesInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    zone: str | None = Field(None, description="Only this zone, e.g. meeting_room_a")
-    channel: str | None = Field(None, description="Only this channel, e.g. temperature")
+    zone: LookupText | None = Field(None, description="Only this zone, e.g. meeting_room_a")
+    channel: LookupText | None = Field(None, description="Only this channel, e.g. temperature")
 
 
 class SensorHistoryInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    path: str = Field(
+    path: LookupText = Field(
         description="The sensor, as get_sensor_values names it: zone/device_type/device_id/channel"
     )
     range: Literal["hour", "day", "week"] = Field("day", description="How far back from now")

@@ -8,7 +8,9 @@ or transaction it travels in. Both become U+FFFD, the replacement character.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator
 
 REPLACEMENT = "\ufffd"
 
@@ -18,6 +20,17 @@ def storable_text(text: str) -> str:
         return text.replace("\x00", REPLACEMENT) if "\x00" in text else text
     text = text.replace("\x00", REPLACEMENT)
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _lookup(text: str) -> str:
+    if storable_text(text) != text:
+        raise ValueError("must not contain NUL or lone surrogates")
+    return text
+
+
+# A name or id a tool looks up: text no row can hold is refused as a bad argument, rather
+# than failing at the database (PostgreSQL refuses NUL even in a WHERE clause).
+LookupText = Annotated[str, AfterValidator(_lookup)]
 
 
 def storable_json(value: Any) -> Any:

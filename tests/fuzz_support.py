@@ -152,6 +152,15 @@ def assert_jsonrpc_answer(answer: Any) -> None:
             assert isinstance(one["error"]["code"], int) and isinstance(one["error"]["message"], str)
 
 
+def assert_clear(answer: Any) -> None:
+    """No internal error: whatever was wrong with the request, the answer says what."""
+    for one in answer if isinstance(answer, list) else [answer]:
+        assert one.get("error", {}).get("code") != -32603, one
+        result = one.get("result")
+        if isinstance(result, dict) and result.get("isError"):
+            assert "Error interno" not in result["content"][0]["text"], one
+
+
 def home_snapshot() -> dict[str, Any]:
     """What fuzzing must never change: the lights, the alarm and who is home."""
     return selectors.get_all_states()

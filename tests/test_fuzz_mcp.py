@@ -25,6 +25,7 @@ from tests.fuzz_support import (
     NAN,
     NOT_UTF8,
     SURROGATE_ID,
+    assert_clear,
     assert_jsonrpc_answer,
     frames,
     home_snapshot,
@@ -38,6 +39,15 @@ from tests.mcp_helpers import LEGACY_INIT, Peer
 SCOPES = frozenset({"read", "devices"})
 PING = {"jsonrpc": "2.0", "id": "final-ping", "method": "ping"}
 PONG = {"jsonrpc": "2.0", "id": "final-ping", "result": {}}
+
+
+def call(request_id: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments},
+    }
 
 
 @pytest.fixture
@@ -54,6 +64,15 @@ def quiet_limits(settings):
 @example(
     version="2025-03-26", batch=[[{"jsonrpc": "2.0", "id": 10**100, "method": "tools/call", "params": {}}]]
 )
+@example(
+    version="2025-11-25",
+    batch=[
+        {"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": "home://lights/\x00"}},
+        call(2, "call_agent_tool", {"agent_id": "\x00", "tool": "x"}),
+        call(3, "get_sensor_history", {"path": "a/b/c/\ud800"}),
+        call(4, "get_sensor_values", {"zone": "\x00"}),
+    ],
+)
 def test_engine_answers_every_message(home, quiet_limits, version, batch):
     before = home_snapshot()
 
@@ -64,6 +83,7 @@ def test_engine_answers_every_message(home, quiet_limits, version, batch):
             answer = await peer.session.handle(message)
             if answer is not None:
                 assert_jsonrpc_answer(answer)
+                assert_clear(answer)
         await peer.session.handle(LEGACY_INIT)
         assert await peer.session.handle(PING) == PONG
         await peer.session.close()
@@ -88,6 +108,7 @@ def test_engine_stream_entry_answers_every_frame(home, quiet_limits, raw):
         await peer.session.drain()
         for sent in peer.sent:
             assert_jsonrpc_answer(sent)
+            assert_clear(sent)
             jsonrpc.dumps(sent).encode()  # what a transport writes: UTF-8, whatever the peer sent
         assert PONG in peer.sent
         await peer.session.close()
@@ -119,7 +140,8 @@ def test_stdio_answers_every_line(home, junk):
     out = _run_lines(serve_stdio, [*junk, *tail])
     for message in out:
         assert_jsonrpc_answer(message)
-    assert out[-1] == PONG
+        assert_clear(message)
+    assert PONG in out  # requests run concurrently: others may finish after it
 
 
 @FUZZ
@@ -199,6 +221,7 @@ def test_http_answers_every_request(make_token, quiet_limits, method, body, head
         else:
             for message in _http_answer(response):
                 assert_jsonrpc_answer(message)
+                assert_clear(message)
         init = await http("POST", json.dumps(LEGACY_INIT).encode(), valid_headers, token)
         assert init["status"] == 200, init
         session = dict(init["headers"])[b"mcp-session-id"].decode()
@@ -219,6 +242,7 @@ async def _until_pong(communicator: WebsocketCommunicator) -> list[dict[str, Any
     while True:
         message = json.loads(await communicator.receive_from(timeout=10))
         assert_jsonrpc_answer(message)
+        assert_clear(message)
         seen.append(message)
         if message == PONG:
             return seen
