@@ -209,16 +209,14 @@ def test_ingest_stores_or_rejects_every_message(messages):
     )
     rejected_before = RejectedMessage.objects.count()
     ingestor.start()
-    feeder = threading.Thread(
-        target=lambda: [
-            *(
-                ingestor.offer(topic, payload, mid, qos)
-                for mid, (topic, payload, qos) in enumerate(messages, 1)
-            ),
-            ingestor.offer(GOOD_TOPIC, b'{"value": 21.5, "unit": "c"}', len(messages) + 1, 1),
-        ]
-    )
-    feeder.start()  # a thread, as paho's: offer() blocks while the bounded queue is full
+
+    def feed() -> None:  # in a thread, as paho's: offer() blocks while the bounded queue is full
+        for mid, (topic, payload, qos) in enumerate(messages, 1):
+            ingestor.offer(topic, payload, mid, qos)
+        ingestor.offer(GOOD_TOPIC, b'{"value": 21.5, "unit": "c"}', len(messages) + 1, 1)
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
     assert done.wait(30), f"the writer is stuck; acknowledged {acked}"
     feeder.join(5)
     ingestor.stop()
