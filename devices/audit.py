@@ -8,6 +8,10 @@ What is still waiting when the process ends is written on the way out (`atexit`)
 clean stop (SIGTERM, SIGINT, end of input) loses nothing; a process killed outright loses
 at most the last `FLUSH_SECONDS`.
 
+On SQLite the batch is written on the event loop itself when the write lock is free at
+once (`devices.loop_writes`), like the home's writes: a flush in Django's database thread
+held the lock while the loop's writes found it taken and went to that thread too.
+
 This is the call log only. A change to the home is audited by the service that makes it,
 in the same transaction as the change (`devices.services`), never through this buffer.
 """
@@ -24,7 +28,7 @@ from asgiref.sync import sync_to_async
 from django.db import transaction
 from django.utils import timezone
 
-from devices import statements
+from devices import loop_writes, statements
 from devices.storable import bounded_json, storable_text
 from mcp_endpoint.registry import Caller, ToolResult
 
@@ -73,9 +77,32 @@ class AuditBuffer:
 
     async def _aflush(self) -> None:
         try:
-            await sync_to_async(self.flush)()
+            if not self._flush_on_loop():
+                await sync_to_async(self.flush)()
         except Exception:  # kept for the next flush; a broken database must not break calls
             logger.exception("could not write %d audit rows; will retry", len(self))
+
+    def _flush_on_loop(self) -> bool:
+        """Write the waiting rows through `loop_writes`; False when that must wait (nothing
+        written, the rows still waiting)."""
+        with self._lock:
+            rows, self._rows = self._rows, []
+        if not rows:
+            return True
+        try:
+            done = loop_writes.try_write(statements.insert_events, rows)
+        except BaseException:
+            self._put_back(rows)
+            raise
+        if done is loop_writes.UNAVAILABLE:
+            self._put_back(rows)
+            return False
+        return True
+
+    def _put_back(self, rows: list[dict[str, Any]]) -> None:
+        """Rows that could not be written go back to the front, before any added since."""
+        with self._lock:
+            self._rows[:0] = rows
 
     def discard(self) -> None:
         """Drop the waiting rows (tests: rows of a rolled-back test must not land in the next)."""
@@ -92,8 +119,7 @@ class AuditBuffer:
             with transaction.atomic():
                 statements.insert_events(rows)
         except Exception:
-            with self._lock:
-                self._rows[:0] = rows
+            self._put_back(rows)
             raise
         return len(rows)
 
