@@ -13,6 +13,13 @@ The same statements run either way (`devices.statements`), the audit event is wr
 the write's transaction, and the broadcast goes out after the commit. The WAL is not
 checkpointed by this connection (a checkpoint may take milliseconds): every
 `CHECKPOINT_EVERY` writes, the database thread runs a passive checkpoint instead.
+
+Writes that arrive together share a commit (`write`): the first one lets the loop run the
+tasks that are ready (one turn), and every write queued on that loop meanwhile goes into
+the same transaction, each inside its own savepoint, so one that fails leaves the others
+untouched. The commit costs as much as the statements (SQLite writes each changed page to
+the WAL once per commit), so sixteen sessions writing at once pay it once, not sixteen
+times. Nobody's write is answered before the commit that holds it.
 """
 
 from __future__ import annotations
@@ -46,6 +53,8 @@ _lock = threading.Lock()
 _conn: tuple[str, sqlite3.Connection] | None = None
 _since_checkpoint = 0
 _tasks: set[asyncio.Task] = set()
+# Per event loop: the writes waiting for the next group commit (change, args, kwargs, future).
+_queued: dict[asyncio.AbstractEventLoop, list[tuple[Callable[..., Any], tuple, dict, asyncio.Future]]] = {}
 
 
 def _connection(path: str) -> sqlite3.Connection | None:
@@ -68,23 +77,33 @@ def _connection(path: str) -> sqlite3.Connection | None:
     return conn
 
 
+def _begin() -> sqlite3.Connection | None:
+    """The loop connection in a new `BEGIN IMMEDIATE` transaction, with `_lock` held; None
+    (nothing held) when the database is not a WAL SQLite file or the lock would wait."""
+    path = sqlite_path(router.db_for_write(Event))
+    if path is None or not _lock.acquire(blocking=False):
+        return None
+    try:
+        conn = _connection(path)
+        if conn is not None:
+            conn.execute("BEGIN IMMEDIATE")
+            return conn
+    except sqlite3.OperationalError:  # busy: someone else is writing
+        pass
+    _lock.release()
+    return None
+
+
 def try_write(change: Callable[..., T], *args: Any, **kwargs: Any) -> T | object:
     """Run `change(*args, **kwargs, raw=<sqlite3 cursor>)` in its own transaction on this thread,
     committed; UNAVAILABLE (nothing written) when that cannot be done without waiting.
 
     Exceptions other than database errors (a light that does not exist) roll back and
     propagate, as they would from the database thread."""
-    path = sqlite_path(router.db_for_write(Event))
-    if path is None or not _lock.acquire(blocking=False):
+    conn = _begin()
+    if conn is None:
         return UNAVAILABLE
     try:
-        conn = _connection(path)
-        if conn is None:
-            return UNAVAILABLE
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError:  # busy: someone else is writing
-            return UNAVAILABLE
         try:
             result = change(*args, **kwargs, raw=conn.cursor())
             conn.execute("COMMIT")
@@ -99,6 +118,83 @@ def try_write(change: Callable[..., T], *args: Any, **kwargs: Any) -> T | object
         return result
     finally:
         _lock.release()
+
+
+async def write(change: Callable[..., T], *args: Any, **kwargs: Any) -> T | object:
+    """`try_write`, sharing the commit with the writes queued on this loop in the same turn.
+
+    Returns once the transaction holding the change has committed; UNAVAILABLE (nothing of
+    this change written) when it could not be done without waiting."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future = loop.create_future()
+    queue = _queued.get(loop)
+    if queue is not None:  # a commit is being gathered: join it
+        queue.append((change, args, kwargs, future))
+        return await future
+    _queued[loop] = queue = [(change, args, kwargs, future)]
+    try:
+        await asyncio.sleep(0)  # one turn: the tasks ready now may queue their writes
+    finally:  # cancelled or not, the writes that joined are waiting for this commit
+        del _queued[loop]
+        _commit_together(queue)
+    return future.result()
+
+
+def _commit_together(writes: list[tuple[Callable[..., Any], tuple, dict, asyncio.Future]]) -> None:
+    """Run `writes` in one transaction (a savepoint each when there are several, so that one
+    failing leaves the others), then settle their futures: the change's result, its
+    exception, or UNAVAILABLE for those not written."""
+    outcomes: list[tuple[bool, Any]] = [(True, UNAVAILABLE)] * len(writes)
+    conn = _begin()
+    if conn is not None:
+        several = len(writes) > 1
+        try:
+            cursor = conn.cursor()
+            for i, (change, args, kwargs, _future) in enumerate(writes):
+                if several:
+                    conn.execute("SAVEPOINT loop_write")
+                try:
+                    outcomes[i] = (True, change(*args, **kwargs, raw=cursor))
+                except Exception as exc:
+                    if not several:
+                        raise
+                    conn.execute("ROLLBACK TO loop_write")
+                    if isinstance(exc, sqlite3.Error | Unsupported):
+                        logger.debug("loop write not done; handing it to the database thread", exc_info=True)
+                    else:
+                        outcomes[i] = (False, exc)
+                if several:
+                    conn.execute("RELEASE loop_write")
+            conn.execute("COMMIT")
+        except (sqlite3.Error, Unsupported):  # nothing committed: every write is still to do
+            _rollback(conn)
+            logger.debug("loop writes not done; handing them to the database thread", exc_info=True)
+            outcomes = [(True, UNAVAILABLE)] * len(writes)
+        except Exception as exc:  # the one write's own error (a light that does not exist)
+            _rollback(conn)
+            outcomes = [(False, exc)]
+        except BaseException:
+            _rollback(conn)
+            for *_, future in writes:
+                if not future.done():
+                    future.set_result(UNAVAILABLE)
+            raise
+        finally:
+            _lock.release()
+        for ok, value in outcomes:
+            if ok and value is not UNAVAILABLE:
+                _count_write()
+    for (*_, future), (ok, value) in zip(writes, outcomes, strict=True):
+        if not future.done():  # done: its task was cancelled
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
 
 
 def _count_write() -> None:

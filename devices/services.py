@@ -194,7 +194,7 @@ _awrite_in_db_thread = deferred(_write)
 async def _awrite(change: Callable[..., Change], *args: Any, actor: str, interface: str) -> Any:
     """The async twin of `_write`: on the loop when SQLite lets it (`loop_writes`), else in
     Django's database thread; either way the broadcast is sent from the loop after commit."""
-    done = loop_writes.try_write(change, *args, actor=actor, interface=interface)
+    done = await loop_writes.write(change, *args, actor=actor, interface=interface)
     if done is loop_writes.UNAVAILABLE:
         return await _awrite_in_db_thread(change, *args, actor=actor, interface=interface)
     written, event = done  # type: ignore[misc]
