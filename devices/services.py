@@ -11,6 +11,7 @@ event loop never waits for the database.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from sqlite3 import Cursor
 from typing import Any
 
@@ -35,11 +36,12 @@ def _audit(
     after: Any,
     broadcast: dict[str, Any] | None,
     raw: Cursor | None = None,
+    at: datetime | None = None,
 ) -> dict[str, Any] | None:
-    """Insert one audit event in the current transaction; returns the broadcast to send
-    once it commits (None without `broadcast`)."""
+    """Insert one audit event (at `at`, by default now) in the current transaction; returns
+    the broadcast to send once it commits (None without `broadcast`)."""
     row = statements.event_row(
-        at=timezone.now(),
+        at=at or timezone.now(),
         actor=actor,
         interface=interface,
         action=action,
@@ -94,7 +96,7 @@ Change = tuple[Any, dict[str, Any]]
 
 
 def _set_flag(
-    model: type[Model], name: str, field: str, value: bool, raw: Cursor | None
+    model: type[Model], name: str, field: str, value: bool, raw: Cursor | None, now: datetime
 ) -> tuple[int, bool, tuple] | None:
     """Lock the row named `name`, set its `field`; (id, value before, other columns) or None."""
     if storable_text(name) != name:  # no row has such a name, and PostgreSQL refuses to look
@@ -102,7 +104,7 @@ def _set_flag(
     row = statements.select_for_update(model, "name", name, ("id", field, *_SHOWN[model]), raw)
     if row is None:
         return None
-    statements.update(model, row[0], {field: value, "updated_at": timezone.now()}, raw)
+    statements.update(model, row[0], {field: value, "updated_at": now}, raw)
     return row[0], bool(row[1]), row[2:]
 
 
@@ -111,7 +113,8 @@ _SHOWN: dict[type[Model], tuple[str, ...]] = {Light: ("label", "room"), Person: 
 
 
 def _change_light(name: str, on: bool, *, actor: str, interface: str, raw: Cursor | None = None) -> Change:
-    found = _set_flag(Light, name, "on", on, raw)
+    now = timezone.now()  # the row's updated_at and its event's moment
+    found = _set_flag(Light, name, "on", on, raw, now)
     if found is None:
         raise LightNotFound(name)
     pk, before, (label, room) = found
@@ -124,6 +127,7 @@ def _change_light(name: str, on: bool, *, actor: str, interface: str, raw: Curso
         after={"on": on},
         broadcast={"kind": "light", "name": name, "on": on},
         raw=raw,
+        at=now,
     )
     return Light(id=pk, name=name, label=label, room=room, on=on), event
 
@@ -135,7 +139,8 @@ def _change_alarm(armed: bool, *, actor: str, interface: str, raw: Cursor | None
             raise loop_writes.Unsupported("the alarm row does not exist yet")
         alarm, _ = Alarm.objects.select_for_update().get_or_create(pk=Alarm.SINGLETON_PK)
         row = (alarm.armed,)
-    statements.update(Alarm, Alarm.SINGLETON_PK, {"armed": armed, "updated_at": timezone.now()}, raw)
+    now = timezone.now()
+    statements.update(Alarm, Alarm.SINGLETON_PK, {"armed": armed, "updated_at": now}, raw)
     event = _audit(
         actor=actor,
         interface=interface,
@@ -145,6 +150,7 @@ def _change_alarm(armed: bool, *, actor: str, interface: str, raw: Cursor | None
         after={"armed": armed},
         broadcast={"kind": "alarm", "armed": armed},
         raw=raw,
+        at=now,
     )
     return Alarm(id=Alarm.SINGLETON_PK, armed=armed), event
 
@@ -152,7 +158,8 @@ def _change_alarm(armed: bool, *, actor: str, interface: str, raw: Cursor | None
 def _change_person(
     name: str, present: bool, *, actor: str, interface: str, raw: Cursor | None = None
 ) -> Change:
-    found = _set_flag(Person, name, "present", present, raw)
+    now = timezone.now()
+    found = _set_flag(Person, name, "present", present, raw, now)
     if found is None:
         raise PersonNotFound(name)
     pk, before, _ = found
@@ -165,6 +172,7 @@ def _change_person(
         after={"present": present},
         broadcast={"kind": "person", "name": name, "present": present},
         raw=raw,
+        at=now,
     )
     return Person(id=pk, name=name, present=present), event
 
