@@ -1,6 +1,7 @@
 """Home writes run on the event loop (SQLite, lock free at once) write exactly what the
 database thread would, audit in the same transaction, and step aside when the lock is taken."""
 
+import asyncio
 import sqlite3
 from datetime import timedelta
 
@@ -9,7 +10,7 @@ from asgiref.sync import async_to_sync
 from django.db import connection
 from django.utils import timezone
 
-from devices import loop_writes, services
+from devices import audit, loop_writes, services, statements
 from devices.errors import LightNotFound
 from devices.models import Alarm, Event, Light
 
@@ -35,6 +36,7 @@ def test_a_loop_write_stores_and_audits_what_the_orm_would(transactional_db, no_
     assert (event.actor, event.interface, event.target) == ("ana", "mcp-ws", "light:salon")
     assert (event.before, event.after) == ({"on": False}, {"on": True})
     assert started - timedelta(seconds=1) <= event.at <= timezone.now()
+    assert row.updated_at == event.at  # one moment for the change and its audit
     async_to_sync(services.aset_alarm_state)(True, actor="ana", interface="mcp-ws")
     assert Alarm.objects.get().armed is True
     assert Event.objects.get(action="alarm.set").after == {"armed": True}
@@ -61,3 +63,88 @@ def test_a_held_write_lock_sends_the_write_to_the_database_thread(transactional_
         other.close()
     async_to_sync(services.aset_light_state)("salon", True, actor="ana", interface="mcp-ws")
     assert Light.objects.get(name="salon").on is True
+
+
+def _gathered(*writes):
+    """Run the coroutines of `writes` together on one loop; their results or exceptions."""
+
+    async def together():
+        return await asyncio.gather(*writes, return_exceptions=True)
+
+    return async_to_sync(together)()
+
+
+def test_writes_made_together_share_one_commit_and_a_bad_one_spoils_none(
+    transactional_db, no_db_thread, monkeypatch
+):
+    services.seed_home()
+    transactions = []
+    begin = loop_writes._begin
+    monkeypatch.setattr(loop_writes, "_begin", lambda: transactions.append(1) or begin())
+    names = ["salon", "cocina", "nope", "dormitorio", "bano"]
+    results = _gathered(
+        *(services.aset_light_state(n, True, actor=f"a-{n}", interface="mcp-ws") for n in names)
+    )
+    assert len(transactions) == 1
+    assert isinstance(results[2], LightNotFound)
+    assert [r.name for i, r in enumerate(results) if i != 2] == ["salon", "cocina", "dormitorio", "bano"]
+    assert set(Light.objects.filter(on=True).values_list("name", flat=True)) == {
+        "salon",
+        "cocina",
+        "dormitorio",
+        "bano",
+    }
+    events = Event.objects.filter(action="light.set")
+    assert sorted(events.values_list("actor", "target")) == sorted(
+        (f"a-{n}", f"light:{n}") for n in names if n != "nope"
+    )
+
+
+def test_writes_made_together_go_to_the_database_thread_when_the_lock_is_taken(transactional_db, monkeypatch):
+    services.seed_home()
+    monkeypatch.setattr(loop_writes, "_begin", lambda: None)  # as if another process held the lock
+    results = _gathered(
+        services.aset_light_state("salon", True, actor="ana", interface="mcp-ws"),
+        services.aset_alarm_state(True, actor="ana", interface="mcp-ws"),
+    )
+    assert not any(isinstance(r, BaseException) for r in results)
+    assert Light.objects.get(name="salon").on is True and Alarm.objects.get().armed is True
+    assert Event.objects.filter(action__in=["light.set", "alarm.set"]).count() == 2
+
+
+def _tool_call_row(n: int) -> dict:
+    return statements.event_row(
+        at=timezone.now(),
+        actor="bot",
+        interface="mcp-ws",
+        action="tool.call",
+        target=f"tool:t{n}",
+        before={},
+        after={},
+    )
+
+
+def test_the_tool_call_audit_is_written_on_the_loop_or_waits_for_the_lock(transactional_db, monkeypatch):
+    buffer = audit.AuditBuffer()
+    for n in range(3):
+        buffer.add(_tool_call_row(n))
+    other = sqlite3.connect(connection.settings_dict["NAME"], isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process is writing: nothing written, nothing lost
+    try:
+        assert buffer._flush_on_loop() is False
+        assert len(buffer) == 3
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+
+    def no_thread():
+        raise AssertionError("the audit batch went to the database thread")
+
+    monkeypatch.setattr(buffer, "flush", no_thread)
+    async_to_sync(buffer._aflush)()
+    assert len(buffer) == 0
+    assert sorted(Event.objects.filter(action="tool.call").values_list("target", flat=True)) == [
+        "tool:t0",
+        "tool:t1",
+        "tool:t2",
+    ]
