@@ -14,12 +14,13 @@ the write's transaction, and the broadcast goes out after the commit. The WAL is
 checkpointed by this connection (a checkpoint may take milliseconds): every
 `CHECKPOINT_EVERY` writes, the database thread runs a passive checkpoint instead.
 
-Writes that arrive together share a commit (`write`): the first one lets the loop run the
-tasks that are ready (one turn), and every write queued on that loop meanwhile goes into
-the same transaction, each inside its own savepoint, so one that fails leaves the others
+Writes that arrive together share a commit (`write`): when other tasks are ready to run,
+the first write lets the loop run them (one turn), and every write queued on that loop
+meanwhile goes into the same transaction, each inside its own savepoint, so one that fails leaves the others
 untouched. The commit costs as much as the statements (SQLite writes each changed page to
 the WAL once per commit), so sixteen sessions writing at once pay it once, not sixteen
-times. Nobody's write is answered before the commit that holds it.
+times. A write with nothing else ready (one client at a time) commits at once, without
+the turn. Nobody's write is answered before the commit that holds it.
 """
 
 from __future__ import annotations
@@ -126,8 +127,10 @@ async def write(change: Callable[..., T], *args: Any, **kwargs: Any) -> T | obje
     Returns once the transaction holding the change has committed; UNAVAILABLE (nothing of
     this change written) when it could not be done without waiting."""
     loop = asyncio.get_running_loop()
-    future: asyncio.Future = loop.create_future()
     queue = _queued.get(loop)
+    if queue is None and not _others_ready(loop):  # nobody could join: no turn to wait
+        return try_write(change, *args, **kwargs)
+    future: asyncio.Future = loop.create_future()
     if queue is not None:  # a commit is being gathered: join it
         queue.append((change, args, kwargs, future))
         return await future
@@ -138,6 +141,13 @@ async def write(change: Callable[..., T], *args: Any, **kwargs: Any) -> T | obje
         del _queued[loop]
         _commit_together(queue)
     return future.result()
+
+
+def _others_ready(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether other callbacks (tasks) wait to run in this loop's next turn, i.e. whether a
+    write may join. CPython's loops keep them in `_ready`; for a loop without it, assume so."""
+    ready = getattr(loop, "_ready", None)
+    return ready is None or len(ready) > 0
 
 
 def _commit_together(writes: list[tuple[Callable[..., Any], tuple, dict, asyncio.Future]]) -> None:
