@@ -129,7 +129,7 @@ if REDIS_URL:
         }
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "homehub.channel_layers.LeanInMemoryChannelLayer"}}
+    CHANNEL_LAYERS = {"default": {"BACKEND": "homehub.channel_layers.InMemoryChannelLayer"}}
 
 # --- MQTT -------------------------------------------------------------------------------
 MQTT_URL = os.environ.get("MQTT_URL", "mqtt://127.0.0.1:1883")

@@ -7,17 +7,17 @@ import pytest
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from homehub.channel_layers import LeanInMemoryChannelLayer
+from homehub.channel_layers import InMemoryChannelLayer
 
 
 @pytest.mark.skipif(bool(settings.REDIS_URL), reason="REDIS_URL set: the Redis layer is in use")
 def test_without_redis_the_hub_uses_the_lean_layer():
-    assert isinstance(get_channel_layer(), LeanInMemoryChannelLayer)
+    assert isinstance(get_channel_layer(), InMemoryChannelLayer)
 
 
 def test_group_send_reaches_every_member_and_a_full_channel_misses_only_its_copy():
     async def scenario():
-        layer = LeanInMemoryChannelLayer(capacity=1)
+        layer = InMemoryChannelLayer(capacity=1)
         await layer.group_send("home", {"type": "home.event", "n": 0})  # nobody listens yet
         first, full, last = [await layer.new_channel() for _ in range(3)]
         for channel in (first, full, last):
