@@ -16,7 +16,8 @@ latency and server CPU per call (utime + stime of the server process and its chi
 from /proc/<pid>/stat, before/after). The client's own CPU per call is shown too: client
 and servers share the machine.
 
-HomeHub runs on a fresh temporary SQLite database (migrated, seeded, one token with
+HomeHub runs on a fresh temporary SQLite database (`--database-url`: another one, e.g. an
+empty PostgreSQL database made for the run; migrated, seeded, one token with
 scopes read,control), DJANGO_DEBUG=0 and MCP_RATE_LIMIT=0 (the per-token budget would
 refuse the benchmark's calls), with its default SSE responses; `--homehub-json` sets
 MCP_HTTP_JSON_RESPONSE=1.
@@ -498,7 +499,9 @@ async def main(opts: argparse.Namespace) -> int:
     token = "none"
     try:
         if "homehub" in sides:
-            homehub_env = prepare_homehub(workdir, sys.executable, debug=False)
+            homehub_env = prepare_homehub(
+                workdir, sys.executable, debug=False, database_url=opts.database_url
+            )
             homehub_env["MCP_RATE_LIMIT"] = "0"
             homehub_env["MCP_HTTP_JSON_RESPONSE"] = "1" if opts.homehub_json else "0"
             token = create_token(homehub_env)
@@ -544,6 +547,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--homehub-json", action="store_true", help="HomeHub answers in JSON (MCP_HTTP_JSON_RESPONSE=1)"
     )
     parser.add_argument("--py-spy", metavar="FILE", help="record py-spy samples of HomeHub into FILE")
+    parser.add_argument(
+        "--database-url",
+        metavar="URL",
+        help="HomeHub's database instead of a fresh SQLite file (e.g. an empty PostgreSQL database)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (database, logs)")
     opts = parser.parse_args(argv)
     if opts.count < 16 or opts.warmup < 0:

@@ -90,10 +90,13 @@ async def sequential(call: TimedCall, tool: str, args: Arguments, n: int, latenc
 # --- set-up ------------------------------------------------------------------------------
 
 
-def prepare_homehub(workdir: Path, python: str, debug: bool) -> dict[str, str]:
-    """A fresh SQLite database in `workdir`, migrated and seeded; returns HomeHub's environment."""
+def prepare_homehub(
+    workdir: Path, python: str, debug: bool, database_url: str | None = None
+) -> dict[str, str]:
+    """A fresh SQLite database in `workdir` (or the one at `database_url`, which should be an
+    empty database made for the run), migrated and seeded; returns HomeHub's environment."""
     env = dict(os.environ)
-    env["DATABASE_URL"] = f"sqlite:///{workdir / 'homehub.sqlite3'}"
+    env["DATABASE_URL"] = database_url or f"sqlite:///{workdir / 'homehub.sqlite3'}"
     # As deployed: DEBUG keeps every SQL statement in memory (and on SQLite runs one more
     # query per statement to quote its parameters), which is for development only.
     env["DJANGO_DEBUG"] = "1" if debug else "0"
