@@ -126,6 +126,8 @@ async def write(change: Callable[..., T], *args: Any, **kwargs: Any) -> T | obje
 
     Returns once the transaction holding the change has committed; UNAVAILABLE (nothing of
     this change written) when it could not be done without waiting."""
+    if sqlite_path(router.db_for_write(Event)) is None:  # PostgreSQL: the database thread
+        return UNAVAILABLE
     loop = asyncio.get_running_loop()
     queue = _queued.get(loop)
     if queue is None and not _others_ready(loop):  # nobody could join: no turn to wait
