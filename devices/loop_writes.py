@@ -16,11 +16,12 @@ checkpointed by this connection (a checkpoint may take milliseconds): every
 
 Writes that arrive together share a commit (`write`): when other tasks are ready to run,
 the first write lets the loop run them (one turn), and every write queued on that loop
-meanwhile goes into the same transaction, each inside its own savepoint, so one that fails leaves the others
-untouched. The commit costs as much as the statements (SQLite writes each changed page to
-the WAL once per commit), so sixteen sessions writing at once pay it once, not sixteen
-times. A write with nothing else ready (one client at a time) commits at once, without
-the turn. Nobody's write is answered before the commit that holds it.
+meanwhile goes into the same transaction, each inside its own savepoint, so that one that
+fails leaves the others untouched. The commit costs as much as the statements (SQLite
+writes each changed page to the WAL once per commit), so sixteen sessions writing at once
+pay it once, not sixteen times. A write with nothing else ready (one client at a time)
+commits at once, without the turn. Nobody's write is answered before the commit that
+holds it.
 """
 
 from __future__ import annotations
