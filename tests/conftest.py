@@ -3,6 +3,23 @@ import pytest
 from devices.services import seed_home
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's test database, which on PostgreSQL cannot be dropped while a hub
+    subprocess's connection is still closing: end those first, so no test database is
+    left behind."""
+    yield
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+
+
 @pytest.fixture(autouse=True)
 def _no_audit_rows_left_over():
     """Tool-call audit rows are written in batches: none may outlive its test."""
