@@ -106,11 +106,10 @@ def test_a_broker_restart_mid_stream_loses_nothing_published_at_qos_1(live_env, 
         wait_until(lambda: MqttWorker.objects.filter(client_id="w", connected=True).exists())
         pub = client(b.url, client_id="publisher")
         stream = readings(3000)
-        infos = []
 
         def publish():
             for i, (topic, payload) in enumerate(stream):
-                infos.append(pub.publish(topic, json.dumps(payload), qos=1))
+                pub.publish(topic, json.dumps(payload), qos=1)
                 if i % 100 == 0:
                     time.sleep(0.02)
 
@@ -119,10 +118,10 @@ def test_a_broker_restart_mid_stream_loses_nothing_published_at_qos_1(live_env, 
         wait_until(lambda: TelemetryReading.objects.count() > 300, what="the stream flowing")
         b.restart()
         publisher.join()
-        for info in infos:
-            info.wait_for_publish(60)
+        # A reading published while the broker was down reports "not connected", yet paho
+        # keeps it (QoS 1) and sends it after reconnecting: the count is the proof.
+        wait_until(lambda: TelemetryReading.objects.count() >= 3000, timeout=90, what="3,000 readings")
         pub.loop_stop()
-        wait_until(lambda: TelemetryReading.objects.count() >= 3000, timeout=60, what="3,000 readings")
         wait_until(lambda: MqttWorker.objects.filter(client_id="w", connected=True).exists())
     assert TelemetryReading.objects.count() == 3000
 
