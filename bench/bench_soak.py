@@ -343,6 +343,9 @@ class HttpMcp:
         self.session = response.headers["mcp-session-id"]
         await self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
+    async def close(self) -> None:
+        await self.client.aclose()
+
 
 class WsMcp:
     """MCP over /ws/mcp/: one call in flight; reconnects (and initializes) when needed."""
@@ -387,6 +390,8 @@ class WsMcp:
                 await self.ws.close()
             self.ws = None
 
+    close = drop
+
 
 async def paced(rate: float, stop: asyncio.Event, step: Callable[[int], Awaitable[None]]) -> None:
     """`step(i)` at a fixed rate, one at a time; a slow step delays the next (no burst after)."""
@@ -400,32 +405,19 @@ async def paced(rate: float, stop: asyncio.Event, step: Callable[[int], Awaitabl
             await asyncio.wait_for(stop.wait(), max(0.0, next_at - time.perf_counter()))
 
 
-async def mcp_http_traffic(hub: Deployment, stats: Stats, stop: asyncio.Event) -> None:
+async def mcp_traffic(hub: Deployment, kind: str, stats: Stats, stop: asyncio.Event) -> None:
+    """The home's tools at `kind`'s rate over Streamable HTTP (`mcp-http`) or `mcp-ws`."""
     target = Failover(hub.bases, 0)
-    client = HttpMcp(target, hub.llm_token)
+    client = HttpMcp(target, hub.llm_token) if kind == "mcp-http" else WsMcp(target, hub.llm_token, stats)
 
     async def step(i: int) -> None:
         name, arguments = HOME_CALLS[i % len(HOME_CALLS)]
         await attempt(stats, target, lambda: client.call(name, arguments(i)))
 
     try:
-        await paced(RATES["mcp-http"], stop, step)
+        await paced(RATES[kind], stop, step)
     finally:
-        await client.client.aclose()
-
-
-async def mcp_ws_traffic(hub: Deployment, stats: Stats, stop: asyncio.Event) -> None:
-    target = Failover(hub.bases, 0)
-    client = WsMcp(target, hub.llm_token, stats)
-
-    async def step(i: int) -> None:
-        name, arguments = HOME_CALLS[i % len(HOME_CALLS)]
-        await attempt(stats, target, lambda: client.call(name, arguments(i)))
-
-    try:
-        await paced(RATES["mcp-ws"], stop, step)
-    finally:
-        await client.drop()
+        await client.close()
 
 
 async def device_traffic(hub: Deployment, stats: Stats, stop: asyncio.Event) -> None:
@@ -736,8 +728,8 @@ async def soak(args: argparse.Namespace, hub: Deployment, database_url: str) -> 
     tasks = [
         asyncio.ensure_future(coroutine)
         for coroutine in (
-            mcp_http_traffic(hub, stats["mcp-http"], stop),
-            mcp_ws_traffic(hub, stats["mcp-ws"], stop),
+            mcp_traffic(hub, "mcp-http", stats["mcp-http"], stop),
+            mcp_traffic(hub, "mcp-ws", stats["mcp-ws"], stop),
             device_traffic(hub, stats["device"], stop),
             dashboard_traffic(hub, stats["dashboard"], home, stop),
             telemetry_traffic(publisher, stop),

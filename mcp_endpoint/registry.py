@@ -54,7 +54,8 @@ async def _no_client_requests(method: str, params: dict[str, Any]) -> dict[str, 
     raise ClientRequestError(f"Esta conexión no permite enviar '{method}' al cliente")
 
 
-async def _no_close() -> None:
+async def no_close() -> None:
+    """A tool's `send_close` where the transport has no stream to close."""
     return None
 
 
@@ -66,7 +67,7 @@ class ToolContext:
     send_progress: ProgressSender = _no_progress
     send_log: LogSender = _no_log
     send_request: ClientRequester = _no_client_requests
-    send_close: Callable[[], Awaitable[None]] = _no_close
+    send_close: Callable[[], Awaitable[None]] = no_close
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None

@@ -41,6 +41,7 @@ from mcp_endpoint.registry import (
     ToolError,
     ToolRegistry,
     ToolResult,
+    no_close,
     registry,
 )
 from mcp_endpoint.resources import (
@@ -452,10 +453,7 @@ class ServerSession:
             task.add_done_callback(self._sending.discard)
 
     async def _send_quietly(self, message: dict[str, Any]) -> None:
-        try:
-            await self.send(message)
-        except Exception:  # the transport went away; close() will follow
-            logger.debug("could not deliver %s", message.get("method"))
+        await _quietly(self.send, message)  # the transport went away: close() will follow
 
     # --- tools -------------------------------------------------------------------------
 
@@ -501,7 +499,7 @@ class ServerSession:
                 send_progress=self._progress_sender(ctx),
                 send_log=self._log_sender(ctx),
                 send_request=lambda method, params: self.request_client(ctx, method, params),
-                send_close=ctx.close_stream or _no_close,
+                send_close=ctx.close_stream or no_close,
             )
             try:
                 outcome = await run_tool(tool, arguments, tool_ctx)
@@ -654,10 +652,8 @@ class ServerSession:
 
     async def _subscribe(self, ctx: RequestContext) -> dict[str, Any]:
         uri = self._resource_uri(ctx)
-        try:
-            self.resources.provider_for(uri, self.caller.scopes)
-        except ResourceNotFound:
-            raise JsonRpcError(jsonrpc.INVALID_PARAMS, f"Resource not found: {uri}", {"uri": uri}) from None
+        if not self._visible(uri):
+            raise JsonRpcError(jsonrpc.INVALID_PARAMS, f"Resource not found: {uri}", {"uri": uri})
         if uri not in self.state.subscriptions:
             self.state.subscriptions.append(uri)
         if self.on_subscribe is not None:
@@ -819,10 +815,6 @@ async def run_tool(tool, arguments: Any, ctx: ToolContext) -> ToolResult:
     except Exception:
         logger.exception("tool %s failed", tool.name)
         return ToolResult(is_error=True, text=f"Error interno al ejecutar la herramienta '{tool.name}'")
-
-
-async def _no_close() -> None:
-    return None
 
 
 async def _quietly(send: Send, message: dict[str, Any]) -> None:

@@ -73,8 +73,8 @@ def _sse_event(data: dict[str, Any], event_id: str) -> bytes:
 class SseStream:
     """One response stream; started lazily so a lone result goes out in one write.
 
-    With a `session_id`, its events can be resumed (SEP-1699): a GET stream (`keep_all`)
-    keeps every event in `sse_store`; a POST stream keeps those written after a tool cut it
+    With a `session_id`, its events can be resumed (SEP-1699): a GET stream (its `record`
+    of kind "get") keeps every event in `sse_store`; a POST stream keeps those written after a tool cut it
     off (`close()`), and relays each to a GET resuming it, in whichever process that GET is.
     """
 
@@ -88,16 +88,14 @@ class SseStream:
         stream_id: str | None = None,
         record: sse_store.StreamRecord | None = None,
         seen: int = 0,
-        keep_all: bool = False,
     ) -> None:
         self._send = send
         self._headers = headers
         self._priming_enabled = priming
         self._session_id = session_id
         self.stream_id = stream_id or secrets.token_hex(8)
-        self._record = record or sse_store.StreamRecord("get" if keep_all else "post")
+        self._record = record or sse_store.StreamRecord("post")
         self._count = max([seen, *(n for n, _ in self._record.events)])  # the next event's id follows
-        self._keep_all = keep_all
         self.started = False
         self.detached = False  # cut off: events are kept, no longer written
         self.cut_off: asyncio.Future[None] | None = None  # set by `watch_cut_off`, done once cut off
@@ -120,6 +118,10 @@ class SseStream:
         if not self._priming_enabled:
             return b""
         return f"id: {self._next_id()}\nretry: {settings.MCP_SSE_RETRY_MS}\ndata: \n\n".encode()
+
+    @property
+    def _keep_all(self) -> bool:
+        return self._record.kind == "get"
 
     def watch_cut_off(self) -> asyncio.Future[None]:
         self.cut_off = asyncio.get_running_loop().create_future()
@@ -525,13 +527,14 @@ class StreamableHttpApp:
                 stream_id=stream_id,
                 record=record,
                 seen=seen,
-                keep_all=True,
             )
             await stream.open(priming=False)
             for seq, message in record.after(seen):
                 await stream.replay(sse_store.event_id(resume[0], seq), message)
         else:
-            stream = SseStream(send, headers, priming=priming, session_id=session_id, keep_all=True)
+            stream = SseStream(
+                send, headers, priming=priming, session_id=session_id, record=sse_store.StreamRecord("get")
+            )
             await stream.open()
         disconnected = asyncio.ensure_future(_wait_disconnect(receive))
         changes = asyncio.ensure_future(_forward_changes(session, session_id, token))
