@@ -58,6 +58,7 @@ from common import (
     cpu_seconds,
     fmt_ms,
     fmt_rate,
+    free_port,
     machine,
     prepare_homehub,
     sequential,
@@ -76,12 +77,6 @@ LABELS = {"http": "HTTP /mcp", "ws": "WebSocket"}
 
 
 # --- servers -----------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def server_argv(asgi: str, app: str, port: int, app_dir: Path) -> list[str]:

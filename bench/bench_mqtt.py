@@ -46,19 +46,13 @@ import time
 import uuid
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-ROOT = Path(__file__).resolve().parent.parent
+from common import ROOT, cpu_seconds, create_database, start_py_spy
+
 sys.path.insert(0, str(ROOT))
 
-TICKS = os.sysconf("SC_CLK_TCK")
 POLL_SECONDS = 0.02
 IDLE_SECONDS = 5.0  # nothing more arrived for this long after the publishers ended: done
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 # --- the child processes: publishers and the bare subscriber ------------------------------
@@ -371,30 +365,6 @@ def phase_worker(
     return summary(reporter["n"], reporter["at"], landed, last_change, started, cpu_after - cpu_before)
 
 
-def start_py_spy(output: str, pid: int) -> subprocess.Popen[bytes]:
-    """Sample the worker (every thread) until told to stop."""
-    exe = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
-    argv = [exe, "record", "--pid", str(pid), "--format", "raw", "--threads", "--rate", "250"]
-    return subprocess.Popen([*argv, "--output", output], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def create_database(url: str) -> tuple[str, Any]:
-    """A fresh bench database on the server of `url`; returns its URL and a drop function."""
-    import psycopg
-
-    parts = urlsplit(url)
-    name = f"homehub_bench_{os.getpid()}"
-    admin = urlunsplit(parts._replace(path="/postgres"))
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-
-    def drop() -> None:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-    return urlunsplit(parts._replace(path=f"/{name}")), drop
-
-
 def show(label: str, r: dict[str, Any]) -> None:
     print(
         f"  {label:<8} {r['rate']:9,.0f} msg/s  {r['landed']:,}/{r['published']:,} in {r['seconds']:.2f} s, "
@@ -435,7 +405,7 @@ def main() -> None:
     args.workdir = tempfile.mkdtemp(prefix="bench_mqtt_")
     drop = None
     if args.database_url:
-        database_url, drop = create_database(args.database_url)
+        database_url, drop = create_database(args.database_url, f"homehub_bench_{os.getpid()}")
     else:
         database_url = f"sqlite:///{args.workdir}/bench.sqlite3"
     os.environ.update(DATABASE_URL=database_url, DJANGO_DEBUG="0", DJANGO_SETTINGS_MODULE="homehub.settings")

@@ -62,7 +62,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from common import ROOT, Mosquitto, create_database, free_port, machine, rss_mib
+from common import PROTOCOL_VERSION, ROOT, Mosquitto, create_database, free_port, machine, rss_mib
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
@@ -72,7 +72,6 @@ from devices.simulator import SimulatedDevice
 
 AGENT = "soak_esp32"
 SENSOR = ("soak", "sensor", "env_01", "temperature")
-PROTOCOL = "2025-11-25"
 ATTEMPTS = 3
 CALL_TIMEOUT = 10.0
 PROGRESS_SECONDS = 30.0
@@ -311,7 +310,7 @@ class HttpMcp:
         self.client = httpx.AsyncClient(timeout=CALL_TIMEOUT, headers={"Authorization": f"Bearer {token}"})
 
     async def post(self, message: dict[str, Any]) -> httpx.Response:
-        headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": PROTOCOL}
+        headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": PROTOCOL_VERSION}
         if self.session:
             headers["Mcp-Session-Id"] = self.session
         return await self.client.post(self.target.http + "/mcp", json=message, headers=headers)
@@ -335,9 +334,8 @@ class HttpMcp:
         check_result(await self.request("tools/call", {"name": name, "arguments": arguments}))
 
     async def open(self) -> None:
-        response = await self.post(
-            {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": PROTOCOL}}
-        )
+        initialize = {"protocolVersion": PROTOCOL_VERSION}
+        response = await self.post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": initialize})
         if response.status_code != 200:
             raise CallFailed(f"initialize http {response.status_code}")
         self.session = response.headers["mcp-session-id"]
@@ -372,7 +370,7 @@ class WsMcp:
                     subprotocols=["mcp"],  # type: ignore[list-item]
                     open_timeout=CALL_TIMEOUT,
                 )
-                await self.request("initialize", {"protocolVersion": PROTOCOL, "capabilities": {}})
+                await self.request("initialize", {"protocolVersion": PROTOCOL_VERSION, "capabilities": {}})
                 await self.ws.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
             except BaseException:
                 await self.drop()
@@ -681,17 +679,25 @@ async def sample_memory(hub: Deployment, log: Log, every: float, stop: asyncio.E
             return
 
 
-def stored_readings(database_url: str) -> list[float]:
+def _sensor_rows(database_url: str, what: str) -> list[tuple]:
+    """`SELECT what` over the soak sensor's readings."""
     import psycopg
 
-    zone, device_type, device_id, channel = SENSOR
     with psycopg.connect(database_url) as conn:
-        rows = conn.execute(
-            "SELECT value FROM devices_telemetryreading"
+        return conn.execute(
+            f"SELECT {what} FROM devices_telemetryreading"
             " WHERE zone = %s AND device_type = %s AND device_id = %s AND channel = %s",
-            (zone, device_type, device_id, channel),
+            SENSOR,
         ).fetchall()
-    return [row[0] for row in rows]
+
+
+def stored_readings(database_url: str) -> list[float]:
+    return [row[0] for row in _sensor_rows(database_url, "value")]
+
+
+def stored_count(database_url: str) -> int:
+    """How many are stored, for the progress line (the database is under test: no rows fetched)."""
+    return _sensor_rows(database_url, "count(*)")[0][0]
 
 
 async def progress(
@@ -702,7 +708,7 @@ async def progress(
             await asyncio.wait_for(stop.wait(), PROGRESS_SECONDS)
         if stop.is_set():
             return
-        stored = len(await asyncio.to_thread(stored_readings, database_url))
+        stored = await asyncio.to_thread(stored_count, database_url)
         parts = [
             f"{name} {s.answered}/{s.calls} ({sum(s.errors.values())} err)"
             for name, s in stats.items()

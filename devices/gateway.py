@@ -125,7 +125,11 @@ class DeviceGateway:
         """Load the view and start listening for changes, once per process (and event loop);
         again after a failed start (the database or Redis was down), not for ever after."""
         loop = asyncio.get_running_loop()
-        failed = self._ready is not None and self._ready.done() and self._ready.exception() is not None
+        failed = (
+            self._ready is not None
+            and self._ready.done()
+            and (self._ready.cancelled() or self._ready.exception() is not None)
+        )
         if self._ready is None or self._loop is not loop or failed:
             self._loop = loop
             self._ready = asyncio.ensure_future(self._start())

@@ -8,7 +8,7 @@ from typing import Any
 from devices import history, selectors
 from devices.broadcast import HOME_GROUP
 from devices.models import Light
-from devices.storable import storable_text
+from devices.storable import is_storable
 from mcp_endpoint.resources import Prompt, PromptArgument, Resource, ResourceNotFound, ResourceTemplate
 
 STATE = "home://state"
@@ -57,7 +57,7 @@ class HomeResources:
                 {**row, "measured_at": row["measured_at"].isoformat()} for row in history.latest_readings()
             ]
             return _dumps({"sensors": sensors})
-        if uri.startswith(LIGHT_PREFIX) and storable_text(uri) == uri:
+        if uri.startswith(LIGHT_PREFIX) and is_storable(uri):
             light = (
                 Light.objects.filter(name=uri[len(LIGHT_PREFIX) :])
                 .values("name", "label", "room", "on")

@@ -23,7 +23,7 @@ from devices import loop_writes, statements
 from devices.broadcast import asend_home_event, broadcast_on_commit, deferred
 from devices.errors import LightNotFound, PersonNotFound
 from devices.models import Alarm, Event, Light, Person
-from devices.storable import storable_text
+from devices.storable import is_storable
 
 
 def _audit(
@@ -99,7 +99,7 @@ def _set_flag(
     model: type[Model], name: str, field: str, value: bool, raw: Cursor | None, now: datetime
 ) -> tuple[int, bool, tuple] | None:
     """Lock the row named `name`, set its `field`; (id, value before, other columns) or None."""
-    if storable_text(name) != name:  # no row has such a name, and PostgreSQL refuses to look
+    if not is_storable(name):  # no row has such a name, and PostgreSQL refuses to look
         return None
     row = statements.select_for_update(model, "name", name, ("id", field, *_SHOWN[model]), raw)
     if row is None:

@@ -22,8 +22,13 @@ def storable_text(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
+def is_storable(text: str) -> bool:
+    """Whether `text` can be stored (and looked up) as it is."""
+    return storable_text(text) == text
+
+
 def _lookup(text: str) -> str:
-    if storable_text(text) != text:
+    if not is_storable(text):
         raise ValueError("must not contain NUL or lone surrogates")
     return text
 

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from devices.storable import storable_text
+from devices.storable import is_storable, storable_text
 
 TOPIC_ROOT = "office"
 HEARTBEAT = "heartbeat"
@@ -60,7 +60,7 @@ def parse_topic(topic: str) -> tuple[str, str, str, str]:
             raise Rejected("topic has an empty level")
         if len(part) > MAX_SEGMENT:
             raise Rejected(f"topic level longer than {MAX_SEGMENT} characters")
-        if storable_text(part) != part:
+        if not is_storable(part):
             raise Rejected("topic level has characters that cannot be stored (NUL or a lone surrogate)")
     return fields[0], fields[1], fields[2], fields[3]
 
@@ -112,7 +112,7 @@ def parse(topic: str, payload: bytes, received: float) -> Reading | Heartbeat:
             raise Rejected("unit is not a string")
         elif len(unit) > MAX_UNIT:
             raise Rejected(f"unit longer than {MAX_UNIT} characters")
-        elif storable_text(unit) != unit:
+        elif not is_storable(unit):
             raise Rejected("unit has characters that cannot be stored (NUL or a lone surrogate)")
         measured = _timestamp(body.get("timestamp"), received)
     else:

@@ -9,20 +9,13 @@ its Content-Length before a byte is read, or as soon as the bytes received pass 
 
 from __future__ import annotations
 
-import json
-
 from django.conf import settings
 
-
-class _TooLarge(Exception):
-    pass
+from mcp_endpoint.transports.asgi_http import BodyTooLarge, respond_json
 
 
 async def _refuse(send, limit: int) -> None:
-    body = json.dumps({"detail": f"The request body is too large (at most {limit} bytes)."}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": 413, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    await respond_json(send, 413, {"detail": f"The request body is too large (at most {limit} bytes)."})
 
 
 def limit_body(app):
@@ -44,12 +37,12 @@ def limit_body(app):
             message = await receive()
             received += len(message.get("body", b""))
             if received > limit:
-                raise _TooLarge
+                raise BodyTooLarge
             return message
 
         try:
             await app(scope, counted_receive, send)
-        except _TooLarge:  # Django reads the whole body before it answers: nothing sent yet
+        except BodyTooLarge:  # Django reads the whole body before it answers: nothing sent yet
             await _refuse(send, limit)
 
     return bounded

@@ -1,5 +1,6 @@
-"""The one way tests start a hub process: daphne (or `manage.py serve`) on a loopback port,
-waited for until it answers, stopped gently or killed, and restarted on the same port."""
+"""How tests start a hub's web process: daphne (or `manage.py serve`) on a loopback port,
+waited for until it answers, stopped gently or killed, and restarted on the same port.
+(`tests/mqtt_support.Process` runs other management commands, such as the MQTT worker.)"""
 
 from __future__ import annotations
 

@@ -103,6 +103,14 @@ def test_writes_made_together_share_one_commit_and_a_bad_one_spoils_none(
 def test_writes_made_together_go_to_the_database_thread_when_the_lock_is_taken(transactional_db, monkeypatch):
     services.seed_home()
     monkeypatch.setattr(loop_writes, "_begin", lambda: None)  # as if another process held the lock
+    threaded = []
+    in_thread = services._awrite_in_db_thread
+
+    async def counted(*args, **kwargs):
+        threaded.append(args[0].__name__)
+        return await in_thread(*args, **kwargs)
+
+    monkeypatch.setattr(services, "_awrite_in_db_thread", counted)
     results = _gathered(
         services.aset_light_state("salon", True, actor="ana", interface="mcp-ws"),
         services.aset_alarm_state(True, actor="ana", interface="mcp-ws"),
@@ -110,6 +118,7 @@ def test_writes_made_together_go_to_the_database_thread_when_the_lock_is_taken(t
     assert not any(isinstance(r, BaseException) for r in results)
     assert Light.objects.get(name="salon").on is True and Alarm.objects.get().armed is True
     assert Event.objects.filter(action__in=["light.set", "alarm.set"]).count() == 2
+    assert len(threaded) == 2  # both took the database thread, none the loop
 
 
 def _tool_call_row(n: int) -> dict:

@@ -12,7 +12,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
+
+from devices.mqtt.connection import BrokerConfig, BrokerConfigError
 
 START_TIMEOUT = 10.0
 
@@ -30,8 +31,8 @@ class DemoBroker:
     def address(self) -> tuple[str, int] | None:
         if self.url is None:
             return None
-        parts = urlsplit(self.url)
-        return parts.hostname or "127.0.0.1", parts.port or 1883
+        config = BrokerConfig.from_settings(url=self.url)
+        return config.host, config.port
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -93,9 +94,12 @@ def _start_private(binary: str) -> DemoBroker:
 
 
 def find_or_start(url: str) -> DemoBroker:
-    parts = urlsplit(url)
-    host, port = parts.hostname or "127.0.0.1", parts.port or (8883 if parts.scheme == "mqtts" else 1883)
-    if _answers(host, port):
+    """The demo's simulated agents speak plain MQTT: a TLS broker at MQTT_URL is left alone."""
+    try:
+        config = BrokerConfig.from_settings(url=url)
+    except BrokerConfigError:
+        config = None
+    if config is not None and not config.tls and _answers(config.host, config.port):
         return DemoBroker(url, "the broker at MQTT_URL")
     binary = _mosquitto()
     if binary is None:
