@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import threading
 import time
@@ -22,7 +21,7 @@ from devices.demo.catalogue import DemoAgent
 from devices.demo.climate import Room
 from devices.demo.services import DEVICE_TYPE, readings_at
 from devices.models import Agent
-from devices.mqtt.simulator import SimulatedMqttAgent
+from devices.mqtt.simulator import SimulatedMqttAgent, reading_message
 from devices.simulator import SimulatedDevice
 from devices.telemetry_services import Batch, store_batch
 
@@ -64,9 +63,10 @@ class RoomSensors:
             try:
                 if self._client is not None:
                     for r in readings:
-                        body = {"value": r.value, "unit": r.unit, "timestamp": round(r.measured_at * 1000)}
-                        topic = f"office/{r.zone}/{DEVICE_TYPE}/{r.device_id}/{r.channel}"
-                        self._client.publish(topic, json.dumps(body), qos=1)
+                        message = reading_message(
+                            r.zone, DEVICE_TYPE, r.device_id, r.channel, r.value, r.measured_at
+                        )
+                        self._client.publish(*message, qos=1)
                 else:
                     close_old_connections()
                     latest = store_batch(Batch(readings=readings, alive={r.device_id for r in readings}))

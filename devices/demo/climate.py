@@ -15,7 +15,6 @@ import random
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 
-CHANNELS = {"temperature": "c", "humidity": "%", "co2": "ppm", "presence": ""}
 SLOT_SECONDS = 600  # presence changes at most every ten minutes
 HOUR = 3600.0
 DAY = 86400.0

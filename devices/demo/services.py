@@ -8,8 +8,9 @@ from datetime import tzinfo
 
 from devices.agent_services import register_agent
 from devices.demo.catalogue import DemoAgent
-from devices.demo.climate import CHANNELS, Room
+from devices.demo.climate import Room
 from devices.models import Event, TelemetryReading
+from devices.mqtt.simulator import UNITS
 from devices.services import seed_home
 from devices.telemetry_parsing import Reading
 from devices.telemetry_services import Batch, store_batch
@@ -50,7 +51,7 @@ def fresh_mcp_token() -> str:
 def readings_at(room: Room, at: float, tz: tzinfo) -> list[Reading]:
     return [
         Reading(room.zone, DEVICE_TYPE, room.device_id, channel, room.value(channel, at, tz), unit, at)
-        for channel, unit in CHANNELS.items()
+        for channel, unit in UNITS.items()
     ]
 
 

@@ -73,6 +73,14 @@ def sensor_value(channel: str, at: float) -> float:
 UNITS = {"temperature": "c", "humidity": "%", "co2": "ppm", "presence": ""}
 
 
+def reading_message(
+    zone: str, device_type: str, device_id: str, channel: str, value: float, at: float
+) -> tuple[str, str]:
+    """The topic and JSON payload of one telemetry reading, as the worker ingests them."""
+    payload = {"value": value, "unit": UNITS[channel], "timestamp": round(at * 1000)}
+    return f"office/{zone}/{device_type}/{device_id}/{channel}", json.dumps(payload)
+
+
 class SimulatedMqttAgent:
     def __init__(
         self,
@@ -205,15 +213,12 @@ class SimulatedMqttAgent:
         next_reading = 0.0
         while not self._stop.wait(interval):
             now = time.time()
-            base = f"office/{self.zone}/sensor/{self.agent_id}"
             if self.heartbeat:
-                self.client.publish(f"{base}/heartbeat", "1", qos=0)
+                self.client.publish(f"office/{self.zone}/sensor/{self.agent_id}/heartbeat", "1", qos=0)
             if self.telemetry_seconds and now >= next_reading:
                 next_reading = now + self.telemetry_seconds
-                for channel, unit in UNITS.items():
-                    payload = {
-                        "value": self.values(channel, now),
-                        "unit": unit,
-                        "timestamp": round(now * 1000),
-                    }
-                    self.client.publish(f"{base}/{channel}", json.dumps(payload), qos=1)
+                for channel in UNITS:
+                    value = self.values(channel, now)
+                    self.client.publish(
+                        *reading_message(self.zone, "sensor", self.agent_id, channel, value, now), qos=1
+                    )
