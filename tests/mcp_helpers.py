@@ -49,3 +49,13 @@ class Peer:
                 await asyncio.sleep(0.01)
 
         return await asyncio.wait_for(poll(), timeout)
+
+
+def call(name: str, arguments: dict, id: int | str = 2) -> dict:
+    """A `tools/call` request."""
+    return {
+        "jsonrpc": "2.0",
+        "id": id,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments},
+    }

@@ -33,21 +33,12 @@ from tests.fuzz_support import (
     nasty_text,
     wire_bytes,
 )
-from tests.mcp_helpers import LEGACY_INIT, Peer
+from tests.mcp_helpers import LEGACY_INIT, Peer, call
 
 # Changes are out of these callers' reach (set_* needs `control`), so the home must not move.
 SCOPES = frozenset({"read", "devices"})
 PING = {"jsonrpc": "2.0", "id": "final-ping", "method": "ping"}
 PONG = {"jsonrpc": "2.0", "id": "final-ping", "result": {}}
-
-
-def call(request_id: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": request_id,
-        "method": "tools/call",
-        "params": {"name": name, "arguments": arguments},
-    }
 
 
 @pytest.fixture
@@ -68,9 +59,9 @@ def quiet_limits(settings):
     version="2025-11-25",
     batch=[
         {"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": "home://lights/\x00"}},
-        call(2, "call_agent_tool", {"agent_id": "\x00", "tool": "x"}),
-        call(3, "get_sensor_history", {"path": "a/b/c/\ud800"}),
-        call(4, "get_sensor_values", {"zone": "\x00"}),
+        call("call_agent_tool", {"agent_id": "\x00", "tool": "x"}, id=2),
+        call("get_sensor_history", {"path": "a/b/c/\ud800"}, id=3),
+        call("get_sensor_values", {"zone": "\x00"}, id=4),
     ],
 )
 def test_engine_answers_every_message(home, quiet_limits, version, batch):

@@ -7,7 +7,7 @@ from asgiref.sync import async_to_sync
 from pydantic import BaseModel
 
 from mcp_endpoint.registry import ToolContext, ToolRegistry, ToolResult, tool
-from tests.mcp_helpers import Peer
+from tests.mcp_helpers import Peer, call
 
 
 class Question(BaseModel):
@@ -54,13 +54,7 @@ async def _connected(capabilities: dict) -> Peer:
 
 
 def _call(id: int = 1) -> dict:
-    arguments = {"question": "¿luces?"}
-    return {
-        "jsonrpc": "2.0",
-        "id": id,
-        "method": "tools/call",
-        "params": {"name": "ask_model", "arguments": arguments},
-    }
+    return call("ask_model", {"question": "¿luces?"}, id=id)
 
 
 def _is_request(method: str):

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from devices.models import Event, Light
 from mcp_endpoint.models import AccessToken
-from tests.mcp_helpers import MODERN_META
+from tests.mcp_helpers import MODERN_META, call
 
 pytestmark = pytest.mark.live
 ACCEPT = "application/json, text/event-stream"
@@ -51,15 +51,6 @@ def post(base, body, token=None, session=None, accept=ACCEPT, **headers):
         h["mcp-session-id"] = session
     content = body if isinstance(body, (bytes, str)) else json.dumps(body)
     return httpx.post(base + "/mcp", content=content, headers=h, timeout=10)
-
-
-def call(name, arguments, id=2):
-    return {
-        "jsonrpc": "2.0",
-        "id": id,
-        "method": "tools/call",
-        "params": {"name": name, "arguments": arguments},
-    }
 
 
 def test_seed_003_client_flow(daphne_server, make_token):

@@ -10,9 +10,9 @@ from websockets.asyncio.client import connect
 
 from devices import services
 from mcp_endpoint import jsonrpc
-from tests.mcp_helpers import MODERN_META, Peer
+from tests.mcp_helpers import MODERN_META, Peer, call
 from tests.test_mcp_engine import run
-from tests.test_mcp_http import ACCEPT, INIT, call, post
+from tests.test_mcp_http import ACCEPT, INIT, post
 from tests.test_mcp_websocket import rpc, ws_url
 
 

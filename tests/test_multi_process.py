@@ -15,9 +15,10 @@ from devices.models import Event, MqttWorker, TelemetryReading
 from devices.mqtt.simulator import SimulatedMqttAgent
 from tests.devices_support import device_url
 from tests.hub_support import running_hub
+from tests.mcp_helpers import call
 from tests.mqtt_support import Process, broker, client, publish_all, readings, wait_until, worker, worker_env
 from tests.test_devices_gateway import http_call, http_request
-from tests.test_mcp_http import INIT, call, post, result_of
+from tests.test_mcp_http import INIT, post, result_of
 from tests.test_mqtt_worker import counted
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(180)]
