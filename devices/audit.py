@@ -22,6 +22,7 @@ import asyncio
 import atexit
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -85,19 +86,24 @@ class AuditBuffer:
     def _flush_on_loop(self) -> bool:
         """Write the waiting rows through `loop_writes`; False when that must wait (nothing
         written, the rows still waiting)."""
+        return self._write_waiting(lambda rows: loop_writes.try_write(statements.insert_events, rows)) >= 0
+
+    def _write_waiting(self, write: Callable[[list[dict[str, Any]]], Any]) -> int:
+        """`write(rows)` for the waiting rows; how many (-1 when `write` answered UNAVAILABLE).
+        Rows it did not write (it raised, or must wait) go back to wait for the next flush."""
         with self._lock:
             rows, self._rows = self._rows, []
         if not rows:
-            return True
+            return 0
         try:
-            done = loop_writes.try_write(statements.insert_events, rows)
+            done = write(rows)
         except BaseException:
             self._put_back(rows)
             raise
         if done is loop_writes.UNAVAILABLE:
             self._put_back(rows)
-            return False
-        return True
+            return -1
+        return len(rows)
 
     def _put_back(self, rows: list[dict[str, Any]]) -> None:
         """Rows that could not be written go back to the front, before any added since."""
@@ -111,17 +117,12 @@ class AuditBuffer:
 
     def flush(self) -> int:
         """Write every waiting row in one transaction (Django's sync thread); how many."""
-        with self._lock:
-            rows, self._rows = self._rows, []
-        if not rows:
-            return 0
-        try:
-            with transaction.atomic():
-                statements.insert_events(rows)
-        except Exception:
-            self._put_back(rows)
-            raise
-        return len(rows)
+        return self._write_waiting(_insert_in_transaction)
+
+
+def _insert_in_transaction(rows: list[dict[str, Any]]) -> None:
+    with transaction.atomic():
+        statements.insert_events(rows)
 
 
 buffer = AuditBuffer()
