@@ -47,7 +47,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from common import ROOT, cpu_seconds, create_database, start_py_spy
+from common import ROOT, Mosquitto, cpu_seconds, create_database, start_py_spy
 
 sys.path.insert(0, str(ROOT))
 
@@ -419,8 +419,6 @@ def main() -> None:
         from django.core.management import call_command
         from django.db import connection
 
-        from tests.mqtt_support import Broker
-
         call_command("migrate", verbosity=0)
         args.receive_maximum = settings.MQTT_RECEIVE_MAXIMUM
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -441,7 +439,7 @@ def main() -> None:
                     if args.only and who != args.only:
                         continue
                     zone = f"q{qos}r{rep}{who[0]}"
-                    broker = Broker(Path(args.workdir) / f"broker-{zone}").start()
+                    broker = Mosquitto(Path(args.workdir) / f"broker-{zone}").start()
                     try:
                         if who == "ceiling":
                             r = phase_ceiling(args, broker, qos, count, zone)
