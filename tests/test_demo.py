@@ -126,6 +126,23 @@ def test_without_a_broker_or_mosquitto_the_demo_says_so(monkeypatch):
     assert "no mosquitto binary" in found.how
 
 
+def test_a_tls_broker_at_mqtt_url_is_left_alone_for_a_private_one():
+    """The demo's agents speak plain MQTT: something answering at an mqtts:// URL is not used."""
+    import socket
+
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        port = listening.getsockname()[1]
+        found = brokers.find_or_start(f"mqtts://127.0.0.1:{port}")
+    try:
+        assert found.url != f"mqtts://127.0.0.1:{port}"
+        if found.url is not None:  # a private Mosquitto (the machine has the binary)
+            assert found.url.startswith("mqtt://") and found.address[1] != port
+    finally:
+        found.stop()
+
+
 def test_without_a_broker_the_rooms_readings_are_stored_directly(transactional_db, monkeypatch):
     from devices.demo import agents
 
