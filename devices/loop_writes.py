@@ -12,7 +12,8 @@ nothing in the transaction waits on others (WAL: readers never block the writer)
 The same statements run either way (`devices.statements`), the audit event is written in
 the write's transaction, and the broadcast goes out after the commit. The WAL is not
 checkpointed by this connection (a checkpoint may take milliseconds): every
-`CHECKPOINT_EVERY` writes, the database thread runs a passive checkpoint instead.
+`CHECKPOINT_EVERY` writes, the database thread runs one that starts the WAL over, and
+while it is late the writes wait for it there (`WAL_BOUND`), so the file stays bounded.
 
 Writes that arrive together share a commit (`write`): when other tasks are ready to run,
 the first write lets the loop run them (one turn), and every write queued on that loop
@@ -50,10 +51,14 @@ class Unsupported(Exception):
 
 
 CHECKPOINT_EVERY = 200
+# Past this many writes without a finished checkpoint (the database thread is late), writes
+# go to that thread, behind the checkpoint, instead of growing the WAL further.
+WAL_BOUND = 2 * CHECKPOINT_EVERY
 
 _lock = threading.Lock()
 _conn: tuple[str, sqlite3.Connection] | None = None
 _since_checkpoint = 0
+_checkpointing = False
 _tasks: set[asyncio.Task] = set()
 # Per event loop: the writes waiting for the next group commit (change, args, kwargs, future).
 _queued: dict[asyncio.AbstractEventLoop, list[tuple[Callable[..., Any], tuple, dict, asyncio.Future]]] = {}
@@ -83,7 +88,7 @@ def _begin() -> sqlite3.Connection | None:
     """The loop connection in a new `BEGIN IMMEDIATE` transaction, with `_lock` held; None
     (nothing held) when the database is not a WAL SQLite file or the lock would wait."""
     path = sqlite_path(router.db_for_write(Event))
-    if path is None or not _lock.acquire(blocking=False):
+    if path is None or _since_checkpoint >= WAL_BOUND or not _lock.acquire(blocking=False):
         return None
     try:
         conn = _connection(path)
@@ -211,26 +216,32 @@ def _rollback(conn: sqlite3.Connection) -> None:
 
 
 def _count_write() -> None:
-    global _since_checkpoint
+    global _since_checkpoint, _checkpointing
     _since_checkpoint += 1
-    if _since_checkpoint < CHECKPOINT_EVERY:
+    if _since_checkpoint < CHECKPOINT_EVERY or _checkpointing:
         return
-    _since_checkpoint = 0
     try:
         task = asyncio.get_running_loop().create_task(_acheckpoint())
     except RuntimeError:
         return
+    _checkpointing = True
     _tasks.add(task)
     task.add_done_callback(_tasks.discard)
 
 
 def _checkpoint() -> None:
+    # RESTART: the next writer starts the WAL file over. A PASSIVE checkpoint, with the loop
+    # writing meanwhile, left a frame written after it in the WAL every time, so the file
+    # was never started over: it grew by every write (670 MB in ten seconds of writes).
     with connections[router.db_for_write(Event)].cursor() as cursor:
-        cursor.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        cursor.execute("PRAGMA wal_checkpoint(RESTART)")
 
 
 async def _acheckpoint() -> None:
+    global _since_checkpoint, _checkpointing
     try:
         await sync_to_async(_checkpoint)()
     except Exception:
         logger.exception("WAL checkpoint failed")
+    finally:  # failed or not: the loop writes again, and tries again CHECKPOINT_EVERY later
+        _since_checkpoint, _checkpointing = 0, False

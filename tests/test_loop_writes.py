@@ -3,7 +3,9 @@ database thread would, audit in the same transaction, and step aside when the lo
 
 import asyncio
 import sqlite3
+import threading
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -157,3 +159,29 @@ def test_the_tool_call_audit_is_written_on_the_loop_or_waits_for_the_lock(transa
         "tool:t1",
         "tool:t2",
     ]
+
+
+def test_the_wal_stops_growing_under_sustained_writes(transactional_db):
+    """The checkpoint runs in the database thread while the loop goes on writing; unless it
+    makes the next writer start the WAL over, the file grows by every write, for ever (it
+    reached 670 MB in ten seconds of writes under daphne)."""
+    services.seed_home()
+    wal = Path(connection.settings_dict["NAME"] + "-wal")
+
+    async def write(count: int) -> None:
+        for n in range(count):
+            await services.aset_light_state("salon", bool(n & 1), actor="ana", interface="mcp-ws")
+            await asyncio.sleep(0)  # as between requests: the checkpoint task gets its turn
+        for task in list(loop_writes._tasks):
+            await task
+
+    def as_served(count: int) -> None:
+        """On a loop of its own whose database thread is asgiref's, as under daphne."""
+        thread = threading.Thread(target=asyncio.run, args=(write(count),))
+        thread.start()
+        thread.join()
+
+    as_served(2 * loop_writes.CHECKPOINT_EVERY)
+    first = wal.stat().st_size
+    as_served(16 * loop_writes.CHECKPOINT_EVERY)  # nine times as many writes in all
+    assert wal.stat().st_size < 4 * first  # a late checkpoint may let it reach a few rounds
