@@ -30,7 +30,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
-from mcp_endpoint import jsonrpc, metrics, ratelimit, relay
+from mcp_endpoint import jsonrpc, local_ids, metrics, ratelimit, relay
 from mcp_endpoint.input_rounds import InputRequired, InputRounds
 from mcp_endpoint.jsonrpc import JsonRpcError
 from mcp_endpoint.listen import ListenStreams
@@ -164,7 +164,7 @@ class ServerSession:
         # Where answers and cancellations for this session's work are routed (see `relay`):
         # the HTTP session id, whose POSTs may reach any process; a private name otherwise.
         self.relay_id: str | None = None
-        self._local_id = f"local:{secrets.token_hex(8)}"
+        self._local_id: str | None = None  # made when first needed
         self.can_ask_client = True  # False where the client cannot hear a request (JSON responses)
         self.listens = ListenStreams()  # 2026-07-28 subscriptions/listen streams
         self._sending: set[asyncio.Task] = set()
@@ -604,13 +604,19 @@ class ServerSession:
             return caps if isinstance(caps, dict) else {}
         return self.state.client_capabilities
 
+    @property
+    def _relay_name(self) -> str:
+        if self.relay_id is not None:
+            return self.relay_id
+        if self._local_id is None:
+            self._local_id = f"local:{local_ids.new_id()}"
+        return self._local_id
+
     def _expecting(self, kind: str, key: relay.Key, handler: relay.Handler):
-        return relay.expecting(kind, self.relay_id or self._local_id, key, handler)
+        return relay.expecting(kind, self._relay_name, key, handler)
 
     async def _deliver(self, kind: str, key: relay.Key, payload: Any) -> None:
-        await relay.deliver(
-            kind, self.relay_id or self._local_id, key, payload, broadcast=self.relay_id is not None
-        )
+        await relay.deliver(kind, self._relay_name, key, payload, broadcast=self.relay_id is not None)
 
     async def _listen_across(self) -> None:
         """An HTTP session's answers may reach another process: hear them from there."""
