@@ -70,11 +70,13 @@ def test_seed_003_client_flow(daphne_server, make_token):
     )
     assert notified.status_code == 202 and notified.content == b""
 
-    listed = sse_messages(
-        post(
-            daphne_server, {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}, token, session
-        ).text
+    listed_response = post(
+        daphne_server, {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}, token, session
     )
+    # A lone answer is written in one piece, with its length: no chunked framing to parse.
+    assert int(listed_response.headers["content-length"]) == len(listed_response.content)
+    assert "transfer-encoding" not in listed_response.headers
+    listed = sse_messages(listed_response.text)
     assert "set_light_state" in {t["name"] for t in listed[0]["result"]["tools"]}
 
     result = sse_messages(

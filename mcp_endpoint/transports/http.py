@@ -13,14 +13,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-import secrets
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from mcp_endpoint import http_sessions, jsonrpc, relay, sse_store
+from mcp_endpoint import http_sessions, jsonrpc, local_ids, relay, sse_store
 from mcp_endpoint.db_upkeep import tidy_connections
 from mcp_endpoint.jsonrpc import JsonRpcError
 from mcp_endpoint.registry import Caller
@@ -70,6 +69,13 @@ def _sse_event(data: dict[str, Any], event_id: str) -> bytes:
     return f"event: message\nid: {event_id}\ndata: {jsonrpc.dumps(data)}\n\n".encode()
 
 
+SSE_HEADERS = (
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),
+)
+
+
 class SseStream:
     """One response stream; started lazily so a lone result goes out in one write.
 
@@ -93,7 +99,7 @@ class SseStream:
         self._headers = headers
         self._priming_enabled = priming
         self._session_id = session_id
-        self.stream_id = stream_id or secrets.token_hex(8)
+        self.stream_id = stream_id or local_ids.new_id()
         self._record = record or sse_store.StreamRecord("post")
         self._count = max([seen, *(n for n, _ in self._record.events)])  # the next event's id follows
         self.started = False
@@ -104,13 +110,10 @@ class SseStream:
         self._count += 1
         return sse_store.event_id(self.stream_id, self._count)
 
-    def _start_message(self) -> dict[str, Any]:
-        headers = [
-            (b"content-type", b"text/event-stream"),
-            (b"cache-control", b"no-cache, no-transform"),
-            (b"x-accel-buffering", b"no"),
-            *((k.encode("latin-1"), v.encode("latin-1")) for k, v in self._headers),
-        ]
+    def _start_message(self, length: int | None = None) -> dict[str, Any]:
+        headers = [*SSE_HEADERS, *((k.encode("latin-1"), v.encode("latin-1")) for k, v in self._headers)]
+        if length is not None:  # the whole stream in one write: no chunked framing needed
+            headers.append((b"content-length", b"%d" % length))
         return {"type": "http.response.start", "status": 200, "headers": headers}
 
     def _priming(self) -> bytes:
@@ -143,10 +146,10 @@ class SseStream:
             event_id = self._next_id()
             chunk = _sse_event(message, event_id)
         else:  # headers, priming event and this one in a single write
-            await self._send(self._start_message())
             priming = self._priming()
             event_id = self._next_id()
             chunk = priming + _sse_event(message, event_id)
+            await self._send(self._start_message(len(chunk) if last else None))
             self.started = True
         await self._send({"type": "http.response.body", "body": chunk, "more_body": not last})
         if self._keep_all:
