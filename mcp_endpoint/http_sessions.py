@@ -134,7 +134,8 @@ def end(session_id: str, token: AccessToken) -> bool:
 
 
 def count_open() -> int:
-    """Sessions not ended and used within MCP_SESSION_IDLE_SECONDS, whichever process serves them."""
+    """Sessions not ended and used within MCP_SESSION_IDLE_SECONDS, whichever process serves
+    them: one range of the `mcp_session_activity` index, however many old rows there are."""
     since = timezone.now() - timedelta(seconds=settings.MCP_SESSION_IDLE_SECONDS)
     return McpSession.objects.filter(ended=False, last_active__gte=since).count()
 

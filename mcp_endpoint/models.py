@@ -41,5 +41,13 @@ class McpSession(models.Model):
     last_active = models.DateTimeField(default=timezone.now)
     ended = models.BooleanField(default=False)
 
+    class Meta:
+        indexes = [
+            # Serves both the open-session count (`ended` false, `last_active` since the idle
+            # cut-off) and the purge (`last_active` before its cut-off) as one range each,
+            # without reading the table (see http_sessions.count_open and .purge).
+            models.Index(fields=["last_active", "ended"], name="mcp_session_activity"),
+        ]
+
     def __str__(self) -> str:
         return f"{self.session_id[:8]}… ({self.token.name})"
