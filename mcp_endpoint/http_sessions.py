@@ -140,6 +140,29 @@ def count_open() -> int:
     return McpSession.objects.filter(ended=False, last_active__gte=since).count()
 
 
+PURGE_BATCH = 1000  # rows per DELETE: short transactions, bounded memory
+
+
+def purge(grace: timedelta) -> int:
+    """Delete the sessions over (ended or expired) for longer than `grace`, in batches;
+    returns how many. A session is over MCP_SESSION_IDLE_SECONDS after its last use at the
+    latest (DELETE or a newer session may end it sooner, but no row says when), so only
+    rows unused for that long plus `grace` go: open ones never. A client that comes back
+    with a purged id gets the same 404 as for an ended one."""
+    cutoff = timezone.now() - timedelta(seconds=settings.MCP_SESSION_IDLE_SECONDS) - grace
+    total = 0
+    while True:
+        ids = list(
+            McpSession.objects.filter(last_active__lt=cutoff)
+            .order_by("last_active")  # along the index, past the rows deleted already
+            .values_list("pk", flat=True)[:PURGE_BATCH]
+        )
+        if not ids:
+            return total
+        deleted, _ = McpSession.objects.filter(pk__in=ids, last_active__lt=cutoff).delete()
+        total += deleted
+
+
 def fingerprint(state: SessionState) -> tuple:
     """What a request may change in a session's state, cheaply comparable (no deep copy)."""
     return (
