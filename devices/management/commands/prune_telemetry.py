@@ -11,7 +11,7 @@ UNITS = {"d": "days", "h": "hours", "m": "minutes", "w": "weeks"}
 def parse_age(text: str) -> timedelta:
     match = re.fullmatch(r"\s*(\d+)\s*([wdhm])\s*", text)
     if not match:
-        raise CommandError(f"--older-than takes a number and a unit (w, d, h, m), e.g. 30d, not {text!r}")
+        raise CommandError(f"an age is a number and a unit (w, d, h, m), e.g. 30d, not {text!r}")
     return timedelta(**{UNITS[match.group(2)]: int(match.group(1))})
 
 
