@@ -12,8 +12,8 @@ nothing in the transaction waits on others (WAL: readers never block the writer)
 The same statements run either way (`devices.statements`), the audit event is written in
 the write's transaction, and the broadcast goes out after the commit. The WAL is not
 checkpointed by this connection (a checkpoint may take milliseconds): every
-`CHECKPOINT_EVERY` writes, the database thread runs one that starts the WAL over, and
-while it is late the writes wait for it there (`WAL_BOUND`), so the file stays bounded.
+`CHECKPOINT_EVERY` writes, the database thread runs one that starts the WAL over; the
+loop's writes wait for it to end (it holds the write lock), so the file stays bounded.
 
 Writes that arrive together share a commit (`write`): when other tasks are ready to run,
 the first write lets the loop run them (one turn), and every write queued on that loop
@@ -51,14 +51,11 @@ class Unsupported(Exception):
 
 
 CHECKPOINT_EVERY = 200
-# Past this many writes without a finished checkpoint (the database thread is late), writes
-# go to that thread, behind the checkpoint, instead of growing the WAL further.
-WAL_BOUND = 2 * CHECKPOINT_EVERY
 
 _lock = threading.Lock()
 _conn: tuple[str, sqlite3.Connection] | None = None
 _since_checkpoint = 0
-_checkpointing = False
+_checkpointing: asyncio.Future | None = None  # while a checkpoint runs; done when it ends
 _tasks: set[asyncio.Task] = set()
 # Per event loop: the writes waiting for the next group commit (change, args, kwargs, future).
 _queued: dict[asyncio.AbstractEventLoop, list[tuple[Callable[..., Any], tuple, dict, asyncio.Future]]] = {}
@@ -88,7 +85,7 @@ def _begin() -> sqlite3.Connection | None:
     """The loop connection in a new `BEGIN IMMEDIATE` transaction, with `_lock` held; None
     (nothing held) when the database is not a WAL SQLite file or the lock would wait."""
     path = sqlite_path(router.db_for_write(Event))
-    if path is None or _since_checkpoint >= WAL_BOUND or not _lock.acquire(blocking=False):
+    if path is None or not _lock.acquire(blocking=False):
         return None
     try:
         conn = _connection(path)
@@ -135,6 +132,11 @@ async def write(change: Callable[..., T], *args: Any, **kwargs: Any) -> T | obje
     if sqlite_path(router.db_for_write(Event)) is None:  # PostgreSQL: the database thread
         return UNAVAILABLE
     loop = asyncio.get_running_loop()
+    checkpoint = _checkpointing
+    if checkpoint is not None and checkpoint.get_loop() is loop:
+        # It holds the write lock for a few milliseconds: wait here rather than in the
+        # database thread, then the writes that waited share one commit.
+        await asyncio.shield(checkpoint)
     queue = _queued.get(loop)
     if queue is None and not _others_ready(loop):  # nobody could join: no turn to wait
         return try_write(change, *args, **kwargs)
@@ -218,13 +220,14 @@ def _rollback(conn: sqlite3.Connection) -> None:
 def _count_write() -> None:
     global _since_checkpoint, _checkpointing
     _since_checkpoint += 1
-    if _since_checkpoint < CHECKPOINT_EVERY or _checkpointing:
+    if _since_checkpoint < CHECKPOINT_EVERY or _checkpointing is not None:
         return
     try:
-        task = asyncio.get_running_loop().create_task(_acheckpoint())
+        loop = asyncio.get_running_loop()
     except RuntimeError:
         return
-    _checkpointing = True
+    _checkpointing = loop.create_future()
+    task = loop.create_task(_acheckpoint(_checkpointing))
     _tasks.add(task)
     task.add_done_callback(_tasks.discard)
 
@@ -237,11 +240,12 @@ def _checkpoint() -> None:
         cursor.execute("PRAGMA wal_checkpoint(RESTART)")
 
 
-async def _acheckpoint() -> None:
+async def _acheckpoint(done: asyncio.Future) -> None:
     global _since_checkpoint, _checkpointing
     try:
         await sync_to_async(_checkpoint)()
     except Exception:
         logger.exception("WAL checkpoint failed")
     finally:  # failed or not: the loop writes again, and tries again CHECKPOINT_EVERY later
-        _since_checkpoint, _checkpointing = 0, False
+        _since_checkpoint, _checkpointing = 0, None
+        done.set_result(None)
