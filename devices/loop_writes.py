@@ -220,16 +220,17 @@ def _rollback(conn: sqlite3.Connection) -> None:
 def _count_write() -> None:
     global _since_checkpoint, _checkpointing
     _since_checkpoint += 1
-    if _since_checkpoint < CHECKPOINT_EVERY or _checkpointing is not None:
+    running = _checkpointing is not None and not _checkpointing.get_loop().is_closed()
+    if _since_checkpoint < CHECKPOINT_EVERY or running:
         return
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         return
     _checkpointing = loop.create_future()
-    task = loop.create_task(_acheckpoint(_checkpointing))
+    task = loop.create_task(_acheckpoint())
     _tasks.add(task)
-    task.add_done_callback(_tasks.discard)
+    task.add_done_callback(_checkpoint_ended)  # also when cancelled before it started
 
 
 def _checkpoint() -> None:
@@ -240,12 +241,17 @@ def _checkpoint() -> None:
         cursor.execute("PRAGMA wal_checkpoint(RESTART)")
 
 
-async def _acheckpoint(done: asyncio.Future) -> None:
-    global _since_checkpoint, _checkpointing
+async def _acheckpoint() -> None:
     try:
         await sync_to_async(_checkpoint)()
     except Exception:
         logger.exception("WAL checkpoint failed")
-    finally:  # failed or not: the loop writes again, and tries again CHECKPOINT_EVERY later
-        _since_checkpoint, _checkpointing = 0, None
+
+
+def _checkpoint_ended(task: asyncio.Task) -> None:
+    """Failed or not, the loop writes again, and checkpoints again CHECKPOINT_EVERY later."""
+    global _since_checkpoint, _checkpointing
+    _tasks.discard(task)
+    done, _since_checkpoint, _checkpointing = _checkpointing, 0, None
+    if done is not None and not done.done():
         done.set_result(None)
