@@ -19,7 +19,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from mcp_endpoint.models import AccessToken, McpSession
-from mcp_endpoint.session import SessionState
+from mcp_endpoint.protocol import SessionState
 
 TOUCH_RESOLUTION = timedelta(seconds=30)
 

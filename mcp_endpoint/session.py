@@ -24,7 +24,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -34,6 +34,22 @@ from mcp_endpoint import jsonrpc, local_ids, metrics, ratelimit, relay
 from mcp_endpoint.input_rounds import InputRequired, InputRounds
 from mcp_endpoint.jsonrpc import JsonRpcError
 from mcp_endpoint.listen import ListenStreams
+from mcp_endpoint.protocol import (
+    BATCH_VERSION,
+    HANDSHAKE_VERSIONS,
+    LIST_TTL_MS,
+    META_CLIENT_CAPABILITIES,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    META_SERVER_INFO,
+    STATELESS_VERSIONS,
+    SUPPORTED_VERSIONS,
+    CloseStream,
+    RequestContext,
+    Send,
+    SessionState,
+    cacheable,
+)
 from mcp_endpoint.registry import (
     Caller,
     ClientRequestError,
@@ -56,21 +72,9 @@ logger = logging.getLogger(__name__)
 
 SERVER_NAME = "homehub"
 SERVER_VERSION = "0.1.0"
-HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")  # newest first
-STATELESS_VERSIONS = ("2026-07-28",)
-SUPPORTED_VERSIONS = (*STATELESS_VERSIONS, *HANDSHAKE_VERSIONS)
-BATCH_VERSION = "2025-03-26"  # the only revision whose transports require JSON-RPC batches
-
-META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
-META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
-META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
-META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
-META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
-
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 TOOLS_PAGE_SIZE = 100
 COMPLETION_MAX_VALUES = 100  # the most `completion/complete` may return
-LIST_TTL_MS = 60_000
 
 INSTRUCTIONS = (
     "HomeHub runs a home: lights (salon, cocina, dormitorio, bano, garage), an alarm, "
@@ -80,9 +84,6 @@ INSTRUCTIONS = (
     "set_alarm_state. Tool results are JSON; errors explain what to fix. Every change is "
     "audited under your identity."
 )
-
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-CloseStream = Callable[[], Awaitable[None]]
 
 # Server-to-client requests, and the client capability each needs (declared in initialize).
 CLIENT_REQUEST_CAPABILITY = {
@@ -97,40 +98,8 @@ def server_info() -> dict[str, str]:
 
 
 @dataclass
-class SessionState:
-    """What the handshake era remembers between requests (serialisable, so an HTTP
-    session can live in the database and be served by any process)."""
-
-    initialized: bool = False
-    protocol_version: str | None = None
-    client_info: dict[str, Any] = field(default_factory=dict)
-    client_capabilities: dict[str, Any] = field(default_factory=dict)
-    log_level: str | None = None  # no log notifications until the client asks with logging/setLevel
-    subscriptions: list[str] = field(default_factory=list)  # resource URIs
-
-
-@dataclass
 class CancelWatch:
     requested: bool = False  # the client cancelled the request
-
-
-@dataclass
-class RequestContext:
-    """One request as the handlers see it."""
-
-    request_id: jsonrpc.RequestId
-    method: str
-    params: dict[str, Any]
-    notify: Send
-    stateless: bool
-    log_level: str | None
-    close_stream: CloseStream | None = None
-    input_rounds: InputRounds | None = None  # a stateless tools/call's answers from the client
-
-    @property
-    def progress_token(self) -> Any:
-        meta = self.params.get("_meta")
-        return meta.get("progressToken") if isinstance(meta, dict) else None
 
 
 # Methods the stateless revision removed (it uses per-request `_meta` instead).
@@ -464,7 +433,7 @@ class ServerSession:
         result: dict[str, Any] = {"tools": [t.definition() for t in page]}
         if start + TOOLS_PAGE_SIZE < len(tools):
             result["nextCursor"] = _encode_cursor(start + TOOLS_PAGE_SIZE)
-        return _cacheable(ctx, result)
+        return cacheable(ctx, result)
 
     async def _call_tool(self, ctx: RequestContext) -> dict[str, Any]:
         name = ctx.params.get("name")
@@ -631,11 +600,11 @@ class ServerSession:
             for provider in self.resources.visible(self.caller.scopes)
             for r in await sync_to_async(provider.list_resources)()
         ]
-        return _cacheable(ctx, {"resources": listed})
+        return cacheable(ctx, {"resources": listed})
 
     async def _list_templates(self, ctx: RequestContext) -> dict[str, Any]:
         listed = [t.definition() for p in self.resources.visible(self.caller.scopes) for t in p.templates()]
-        return _cacheable(ctx, {"resourceTemplates": listed})
+        return cacheable(ctx, {"resourceTemplates": listed})
 
     def _resource_uri(self, ctx: RequestContext) -> str:
         uri = ctx.params.get("uri")
@@ -654,7 +623,7 @@ class ServerSession:
             contents = value.as_mcp(uri)
         else:
             contents = {"uri": uri, "mimeType": "application/json", "text": value}
-        return _cacheable(ctx, {"contents": [contents]}, ttl=0)
+        return cacheable(ctx, {"contents": [contents]}, ttl=0)
 
     async def _subscribe(self, ctx: RequestContext) -> dict[str, Any]:
         uri = self._resource_uri(ctx)
@@ -727,7 +696,7 @@ class ServerSession:
 
     async def _list_prompts(self, ctx: RequestContext) -> dict[str, Any]:
         listed = [p.definition() for p in self.resources.prompts.values() if p.scope in self.caller.scopes]
-        return _cacheable(ctx, {"prompts": listed})
+        return cacheable(ctx, {"prompts": listed})
 
     async def _get_prompt(self, ctx: RequestContext) -> dict[str, Any]:
         prompt = self._prompt(ctx)
@@ -800,14 +769,6 @@ def too_many_in_flight() -> JsonRpcError:
         f"Too many requests at once: at most {limit} may run in one session; wait for an answer",
         {"limit": limit},
     )
-
-
-def _cacheable(ctx: RequestContext, result: dict[str, Any], ttl: int = LIST_TTL_MS) -> dict[str, Any]:
-    """2026-07-28 asks for caching hints on list and read results."""
-    if ctx.stateless:
-        result["ttlMs"] = ttl
-        result["cacheScope"] = "private"
-    return result
 
 
 async def run_tool(tool, arguments: Any, ctx: ToolContext) -> ToolResult:

@@ -22,15 +22,9 @@ from django.conf import settings
 from mcp_endpoint import http_sessions, jsonrpc, local_ids, relay, sse_store
 from mcp_endpoint.db_upkeep import tidy_connections
 from mcp_endpoint.jsonrpc import JsonRpcError
+from mcp_endpoint.protocol import META_PROTOCOL_VERSION, STATELESS_VERSIONS, SUPPORTED_VERSIONS, SessionState
 from mcp_endpoint.registry import Caller
-from mcp_endpoint.session import (
-    META_PROTOCOL_VERSION,
-    STATELESS_VERSIONS,
-    SUPPORTED_VERSIONS,
-    ServerSession,
-    SessionState,
-    too_many_in_flight,
-)
+from mcp_endpoint.session import ServerSession, too_many_in_flight
 from mcp_endpoint.tokens import aauthenticate, bearer_token, caller_for
 from mcp_endpoint.transports.asgi_http import (
     BodyTooLarge,
