@@ -20,7 +20,6 @@ import base64
 import binascii
 import json
 import logging
-import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -29,7 +28,7 @@ from typing import Any
 
 from django.conf import settings
 
-from mcp_endpoint import jsonrpc, local_ids, metrics, ratelimit, relay
+from mcp_endpoint import jsonrpc, metrics, ratelimit
 from mcp_endpoint.input_rounds import InputRequired, InputRounds
 from mcp_endpoint.jsonrpc import JsonRpcError
 from mcp_endpoint.listen import ListenStreams
@@ -51,7 +50,6 @@ from mcp_endpoint.protocol import (
 )
 from mcp_endpoint.registry import (
     Caller,
-    ClientRequestError,
     ToolContext,
     ToolError,
     ToolRegistry,
@@ -60,6 +58,7 @@ from mcp_endpoint.registry import (
     registry,
 )
 from mcp_endpoint.resources import ResourceRegistry, resources
+from mcp_endpoint.session_requests import ClientRequests, quietly
 from mcp_endpoint.session_resources import ResourceMethods
 
 logger = logging.getLogger(__name__)
@@ -77,13 +76,6 @@ INSTRUCTIONS = (
     "set_alarm_state. Tool results are JSON; errors explain what to fix. Every change is "
     "audited under your identity."
 )
-
-# Server-to-client requests, and the client capability each needs (declared in initialize).
-CLIENT_REQUEST_CAPABILITY = {
-    "sampling/createMessage": "sampling",
-    "elicitation/create": "elicitation",
-    "roots/list": "roots",
-}
 
 
 def server_info() -> dict[str, str]:
@@ -107,9 +99,10 @@ STATELESS_ONLY_METHODS = frozenset({"subscriptions/listen"})
 INLINE_METHODS = frozenset({"initialize", "ping", "server/discover", "tools/list", "logging/setLevel"})
 
 
-class ServerSession(ResourceMethods):
+class ServerSession(ClientRequests, ResourceMethods):
     """One conversation with a client: entry points for transports, dispatch, the lifecycle
-    and tools here; resources, prompts and subscriptions in `session_resources`."""
+    and tools here; resources, prompts and subscriptions in `session_resources`; requests
+    to the client and the routing of answers and cancellations in `session_requests`."""
 
     def __init__(
         self,
@@ -418,7 +411,7 @@ class ServerSession(ResourceMethods):
             task.add_done_callback(self._sending.discard)
 
     async def _send_quietly(self, message: dict[str, Any]) -> None:
-        await _quietly(self.send, message)  # the transport went away: close() will follow
+        await quietly(self.send, message)  # the transport went away: close() will follow
 
     # --- tools -------------------------------------------------------------------------
 
@@ -508,86 +501,6 @@ class ServerSession(ResourceMethods):
 
         return send_log
 
-    # --- server-to-client requests ------------------------------------------------------
-
-    async def request_client(
-        self, ctx: RequestContext, method: str, params: dict[str, Any]
-    ) -> dict[str, Any]:
-        """Send `method` to the client on the stream of request `ctx` and wait for its answer.
-
-        The answer comes back through `receive`/`handle` as a JSON-RPC response: on the
-        same connection (stdio, WebSocket) or, over HTTP, as another POST to any process,
-        routed here by `relay`.
-        """
-        capability = CLIENT_REQUEST_CAPABILITY.get(method)
-        declared = self._client_capabilities(ctx)
-        if capability and capability not in declared:
-            raise ClientRequestError(
-                f"El cliente no declaró la capacidad '{capability}': no admite '{method}'"
-            )
-        if ctx.input_rounds is not None:  # stateless: answered by the client's retry
-            return ctx.input_rounds.answer_or_ask(method, params)
-        if ctx.stateless or not self.can_ask_client:
-            raise ClientRequestError(
-                f"No se puede enviar '{method}' al cliente en esta petición: no hay un stream de respuesta"
-            )
-        request_id = f"hh-{secrets.token_urlsafe(12)}"
-        answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-
-        def resolve(message: Any) -> None:
-            if not answer.done() and isinstance(message, dict):
-                answer.set_result(message)
-
-        timeout = settings.MCP_CLIENT_REQUEST_TIMEOUT_SECONDS
-        with self._expecting("reply", request_id, resolve):
-            await self._listen_across()
-            await ctx.notify({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
-            try:
-                message = await asyncio.wait_for(answer, timeout)
-            except TimeoutError:
-                cancel = {"requestId": request_id, "reason": f"no answer within {timeout:g} s"}
-                await _quietly(ctx.notify, jsonrpc.notification("notifications/cancelled", cancel))
-                raise ClientRequestError(f"El cliente no respondió a '{method}' en {timeout:g} s") from None
-            except asyncio.CancelledError:
-                cancel = {"requestId": request_id, "reason": "the tool call was cancelled"}
-                await _quietly(ctx.notify, jsonrpc.notification("notifications/cancelled", cancel))
-                raise
-        if "error" in message:
-            error = message["error"] if isinstance(message["error"], dict) else {}
-            raise ClientRequestError(
-                f"El cliente respondió a '{method}' con un error: {error.get('message', 'sin mensaje')}"
-            )
-        result = message.get("result")
-        if not isinstance(result, dict):
-            raise ClientRequestError(f"El cliente respondió a '{method}' sin un resultado válido")
-        return result
-
-    def _client_capabilities(self, ctx: RequestContext) -> dict[str, Any]:
-        if ctx.stateless:  # every 2026-07-28 request declares them in its _meta
-            meta = ctx.params.get("_meta")
-            caps = meta.get(META_CLIENT_CAPABILITIES) if isinstance(meta, dict) else None
-            return caps if isinstance(caps, dict) else {}
-        return self.state.client_capabilities
-
-    @property
-    def _relay_name(self) -> str:
-        if self.relay_id is not None:
-            return self.relay_id
-        if self._local_id is None:
-            self._local_id = f"local:{local_ids.new_id()}"
-        return self._local_id
-
-    def _expecting(self, kind: str, key: relay.Key, handler: relay.Handler):
-        return relay.expecting(kind, self._relay_name, key, handler)
-
-    async def _deliver(self, kind: str, key: relay.Key, payload: Any) -> None:
-        await relay.deliver(kind, self._relay_name, key, payload, broadcast=self.relay_id is not None)
-
-    async def _listen_across(self) -> None:
-        """An HTTP session's answers may reach another process: hear them from there."""
-        if self.relay_id is not None:
-            await relay.listen()
-
     _handlers: dict[str, Callable[[ServerSession, RequestContext], Awaitable[dict[str, Any]]]] = {
         "initialize": _initialize,
         "server/discover": _discover,
@@ -628,13 +541,6 @@ async def run_tool(tool, arguments: Any, ctx: ToolContext) -> ToolResult:
     except Exception:
         logger.exception("tool %s failed", tool.name)
         return ToolResult(is_error=True, text=f"Error interno al ejecutar la herramienta '{tool.name}'")
-
-
-async def _quietly(send: Send, message: dict[str, Any]) -> None:
-    try:
-        await send(message)
-    except Exception:  # the stream is gone: the client will not wait for this anyway
-        logger.debug("could not deliver %s", message.get("method"))
 
 
 def _error_text(exc: ToolError) -> str:
