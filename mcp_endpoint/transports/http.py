@@ -16,10 +16,9 @@ import logging
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
 from django.conf import settings
 
-from mcp_endpoint import http_sessions, jsonrpc, relay, sse_store
+from mcp_endpoint import http_sessions, jsonrpc, sse_store
 from mcp_endpoint.db_upkeep import tidy_connections
 from mcp_endpoint.jsonrpc import JsonRpcError
 from mcp_endpoint.protocol import META_PROTOCOL_VERSION, STATELESS_VERSIONS, SUPPORTED_VERSIONS, SessionState
@@ -35,12 +34,12 @@ from mcp_endpoint.transports.asgi_http import (
     respond,
     respond_json,
 )
-from mcp_endpoint.transports.sse_stream import SseStream
+from mcp_endpoint.transports.http_streams import listen_stream, resume_post_stream, serve_session_stream
+from mcp_endpoint.transports.sse_stream import SseStream, primes
 
 logger = logging.getLogger(__name__)
 
 INTERFACE = "mcp-http"
-KEEPALIVE_SECONDS = 15.0
 RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource/mcp"
 
 acreate_session = sync_to_async(http_sessions.create)
@@ -232,7 +231,7 @@ class StreamableHttpApp:
             return
         stream = SseStream(send, [])
         if message.get("method") == "subscriptions/listen":
-            response = await self._listen(receive, session, message, stream)
+            response = await listen_stream(receive, session, message, stream)
         else:
             response = await session.handle(message, notify=stream.event)
         code = response.get("error", {}).get("code") if isinstance(response, dict) else None
@@ -243,35 +242,6 @@ class StreamableHttpApp:
         else:
             await stream.finish()
 
-    @staticmethod
-    async def _listen(receive, session: ServerSession, message: dict[str, Any], stream: SseStream) -> Any:
-        """`subscriptions/listen`: the response stream stays open (with keep-alive comments),
-        carrying change notifications, until the client goes away; then None. A refused
-        request (bad params) answers at once."""
-        changes: list[asyncio.Task] = []
-
-        async def hear_changes() -> None:
-            if not changes:
-                changes.append(asyncio.ensure_future(_forward_changes(session)))
-
-        session.on_subscribe = hear_changes
-        work = asyncio.ensure_future(session.handle(message, notify=stream.event))
-        gone = asyncio.ensure_future(_wait_disconnect(receive))
-        try:
-            while True:
-                done, _ = await asyncio.wait(
-                    {work, gone}, timeout=KEEPALIVE_SECONDS, return_when=asyncio.FIRST_COMPLETED
-                )
-                if done:
-                    break
-                if stream.started:
-                    await stream.comment("keep-alive")
-        finally:
-            for task in (work, gone, *changes):
-                task.cancel()
-            await session.close()
-        return work.result() if work.done() and not work.cancelled() else None
-
     async def _initialize(self, send, caller: Caller, token, message: dict[str, Any]) -> None:
         session = ServerSession(caller, _discard)
         response = await session.handle(message)
@@ -280,7 +250,7 @@ class StreamableHttpApp:
         if isinstance(response, dict) and "result" in response:
             session_id = await acreate_session(token, session.state)
             extra.append(("mcp-session-id", session_id))
-        await self._send_response(send, response, extra, priming=_primes(session.state.protocol_version))
+        await self._send_response(send, response, extra, priming=primes(session.state.protocol_version))
 
     async def _answer(self, send, session: ServerSession, message: Any, session_id: str) -> None:
         """Handle a message; stream notifications, requests to the client and the response
@@ -306,9 +276,7 @@ class StreamableHttpApp:
             else:
                 await self._send_response(send, response, extra)
             return
-        stream = SseStream(
-            send, extra, priming=_primes(session.state.protocol_version), session_id=session_id
-        )
+        stream = SseStream(send, extra, priming=primes(session.state.protocol_version), session_id=session_id)
         cut_off = stream.watch_cut_off()
         work = asyncio.ensure_future(self._stream_answer(send, session, message, stream, session_id, before))
         try:
@@ -371,90 +339,9 @@ class StreamableHttpApp:
         resume = sse_store.parse_event_id(request.headers.get("last-event-id"))
         record = await sse_store.load(session_id, resume[0]) if resume else None
         if resume and record is not None and record.kind == "post":
-            await self._resume_post(receive, send, session_id, *resume)
+            await resume_post_stream(receive, send, session_id, *resume)
             return
-        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=1000)
-
-        async def enqueue(message: dict[str, Any]) -> None:
-            if not queue.full():
-                queue.put_nowait(message)
-
-        session = ServerSession(caller, enqueue, state=state)
-        session.listen_for_changes()
-        headers = [("mcp-session-id", session_id)]
-        priming = _primes(state.protocol_version)
-        if resume and record is not None:  # the GET stream again: what it missed, then on
-            stream_id, seen = resume
-            stream = SseStream(
-                send,
-                headers,
-                session_id=session_id,
-                stream_id=stream_id,
-                record=record,
-                seen=seen,
-            )
-            await stream.open(priming=False)
-            for seq, message in record.after(seen):
-                await stream.replay(sse_store.event_id(resume[0], seq), message)
-        else:
-            stream = SseStream(
-                send, headers, priming=priming, session_id=session_id, record=sse_store.StreamRecord("get")
-            )
-            await stream.open()
-        disconnected = asyncio.ensure_future(_wait_disconnect(receive))
-        changes = asyncio.ensure_future(_forward_changes(session, session_id, token))
-        try:
-            while not disconnected.done():
-                getter = asyncio.ensure_future(queue.get())
-                done, _ = await asyncio.wait(
-                    {getter, disconnected}, timeout=KEEPALIVE_SECONDS, return_when="FIRST_COMPLETED"
-                )
-                if getter in done:
-                    await stream.event(getter.result())
-                else:
-                    getter.cancel()
-                    if not done:
-                        await stream.comment("keep-alive")
-        except OSError:
-            pass
-        finally:
-            disconnected.cancel()
-            changes.cancel()
-            await session.close()
-
-    async def _resume_post(self, receive, send, session_id: str, stream_id: str, seen: int) -> None:
-        """A GET resuming a POST stream cut off mid-call: the events it missed, then the
-        rest as the call (in this process or another) produces them, up to its response."""
-        live: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        with relay.expecting("stream", session_id, stream_id, live.put_nowait):
-            await relay.listen()
-            record = await sse_store.load(session_id, stream_id)  # again, now that nothing is missed
-            stream = SseStream(send, [("mcp-session-id", session_id)])
-            await stream.open(priming=False)
-            done = record is None or record.done
-            for seq, message in record.after(seen) if record else []:
-                await stream.replay(sse_store.event_id(stream_id, seq), message)
-                seen = seq
-            disconnected = asyncio.ensure_future(_wait_disconnect(receive))
-            try:
-                while not done and not disconnected.done():
-                    getter = asyncio.ensure_future(live.get())
-                    finished, _ = await asyncio.wait(
-                        {getter, disconnected}, timeout=KEEPALIVE_SECONDS, return_when="FIRST_COMPLETED"
-                    )
-                    if getter not in finished:
-                        getter.cancel()
-                        if not finished:
-                            await stream.comment("keep-alive")
-                        continue
-                    item = getter.result()
-                    if item["message"] is not None and item["seq"] > seen:
-                        await stream.replay(sse_store.event_id(stream_id, item["seq"]), item["message"])
-                        seen = item["seq"]
-                    done = bool(item["last"])
-            finally:
-                disconnected.cancel()
-            await stream.finish()
+        await serve_session_stream(receive, send, caller, token, session_id, state, resume, record)
 
     async def _delete(self, request: Request, send, token) -> None:
         found = await self._session(request.headers, send, token)
@@ -500,10 +387,6 @@ STATELESS_ERROR_STATUS = {
 }
 
 
-def _primes(version: str | None) -> bool:
-    return version is None or version >= "2025-11-25"
-
-
 def _decode_header_value(value: str | None) -> str | None:
     """Header values that are not plain ASCII travel as `=?base64?<utf-8 base64>?=`."""
     if value and value.startswith("=?base64?") and value.endswith("?="):
@@ -531,39 +414,3 @@ def _log_failure(task: asyncio.Task) -> None:
 
 async def _discard(message: dict[str, Any]) -> None:
     """POST sessions have no standing stream: unsolicited messages go to the GET stream."""
-
-
-async def _forward_changes(session: ServerSession, session_id: str | None = None, token=None) -> None:
-    """Feed the channel layer's change events to a GET stream's session (`session_id`) or a
-    stateless `subscriptions/listen` request's.
-
-    A session's subscriptions are made by POSTs, possibly to another process, so its state
-    is reloaded from the database before each event is matched against them.
-    """
-    layer = get_channel_layer()
-    groups = session.resources.change_groups
-    if layer is None or not groups:
-        return
-    channel = await layer.new_channel()
-    for group in groups:
-        await layer.group_add(group, channel)
-    try:
-        while True:
-            message = await layer.receive(channel)
-            event = message.get("event")
-            if not isinstance(event, dict):
-                continue
-            if session_id is not None:
-                state = await aload_session(session_id, token)
-                if state is None:
-                    return
-                session.state.subscriptions = state.subscriptions
-            await session.on_change(event)
-    finally:
-        for group in groups:
-            await layer.group_discard(group, channel)
-
-
-async def _wait_disconnect(receive) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass

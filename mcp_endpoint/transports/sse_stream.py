@@ -146,3 +146,8 @@ class SseStream:
             await self._send(self._start_message())
             self.started = True
         await self._send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def primes(version: str | None) -> bool:
+    """Whether a stream of this protocol version starts with a priming event."""
+    return version is None or version >= "2025-11-25"
