@@ -35,6 +35,7 @@ from mcp_endpoint.transports.asgi_http import (
     respond_json,
 )
 from mcp_endpoint.transports.http_streams import listen_stream, resume_post_stream, serve_session_stream
+from mcp_endpoint.transports.slots import Slots
 from mcp_endpoint.transports.sse_stream import SseStream, primes
 
 logger = logging.getLogger(__name__)
@@ -47,7 +48,7 @@ aload_session = sync_to_async(http_sessions.load)
 asave_session = sync_to_async(http_sessions.save)
 aend_session = sync_to_async(http_sessions.end)
 # POSTs of each session running in this process now (MCP_MAX_CONCURRENT_CALLS).
-_running: dict[str, int] = {}
+_running = Slots()
 
 
 def _error_body(code: int, message: str, request_id: Any = None) -> dict[str, Any]:
@@ -178,19 +179,16 @@ class StreamableHttpApp:
         if found is None:
             return
         session_id, state = found
-        if 0 < settings.MCP_MAX_CONCURRENT_CALLS <= _running.get(session_id, 0):
+        if not _running.take(session_id, settings.MCP_MAX_CONCURRENT_CALLS):
             request_id = first.get("id") if is_dict and jsonrpc.is_valid_id(first.get("id")) else None
             await respond_json(send, 429, jsonrpc.error_response(request_id, too_many_in_flight()))
             return
-        _running[session_id] = _running.get(session_id, 0) + 1
         try:
             session = ServerSession(caller, _discard, state=state)
             session.relay_id = session_id
             await self._answer(send, session, message, session_id)
         finally:
-            _running[session_id] -= 1
-            if not _running[session_id]:
-                del _running[session_id]
+            _running.give_back(session_id)
 
     @staticmethod
     def _header_mismatch(headers: dict[str, str], message: dict[str, Any]) -> str | None:

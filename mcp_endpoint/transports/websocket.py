@@ -18,6 +18,7 @@ from mcp_endpoint.session import ServerSession
 from mcp_endpoint.tokens import aauthenticate, bearer_token, caller_for
 from mcp_endpoint.transports.asgi_http import Request, origin_allowed
 from mcp_endpoint.transports.idle import CLOSE_IDLE, IdleWatch
+from mcp_endpoint.transports.slots import Slots
 
 INTERFACE = "mcp-ws"
 SUBPROTOCOL = "mcp"
@@ -27,7 +28,7 @@ CLOSE_UNSUPPORTED_DATA = 4003
 CLOSE_POLICY_VIOLATION = 4401  # application range: unauthorized
 CLOSE_TOO_MANY = 4429  # mirrors HTTP 429
 # Open connections of each token in this process (MCP_MAX_SESSIONS_PER_TOKEN).
-_open: dict[int, int] = {}
+_open = Slots()
 
 
 class McpWebSocketConsumer(AsyncWebsocketConsumer):
@@ -50,7 +51,7 @@ class McpWebSocketConsumer(AsyncWebsocketConsumer):
         offered = self.scope.get("subprotocols") or []
         await self.accept(subprotocol=SUBPROTOCOL if SUBPROTOCOL in offered else None)
         limit = settings.MCP_MAX_SESSIONS_PER_TOKEN
-        if 0 < limit <= _open.get(token.pk, 0):
+        if not _open.take(token.pk, limit):
             error = jsonrpc.JsonRpcError(
                 jsonrpc.TOO_MANY_SESSIONS,
                 f"Too many sessions: this token already has {limit} WebSocket connections open here",
@@ -59,7 +60,6 @@ class McpWebSocketConsumer(AsyncWebsocketConsumer):
             await self._send_message(jsonrpc.error_response(None, error))
             await self.close(code=CLOSE_TOO_MANY)
             return
-        _open[token.pk] = _open.get(token.pk, 0) + 1
         self._token, self._token_pk = raw, token.pk
         caller = caller_for(token, INTERFACE)
         self.session = ServerSession(caller, self._send_message)
@@ -119,9 +119,7 @@ class McpWebSocketConsumer(AsyncWebsocketConsumer):
         if self.session is not None:
             WEBSOCKET_CONNECTIONS.dec()
             self.idle.stop()
-            _open[self._token_pk] -= 1
-            if not _open[self._token_pk]:
-                del _open[self._token_pk]
+            _open.give_back(self._token_pk)
             if self._hearing_changes:
                 for group in self.session.resources.change_groups:
                     await self.channel_layer.group_discard(group, self.channel_name)
