@@ -11,6 +11,12 @@ Both eras of the protocol are served:
 - the handshake era (`initialize`, 2024-11-05 .. 2025-11-25), with per-session state;
 - the stateless 2026-07-28 revision, recognised by the protocol version every request
   carries in `params._meta`; such requests need no `initialize`.
+
+This module holds the entry points, dispatch, the lifecycle methods and tools; the rest of
+`ServerSession` is in `session_resources` (resources, prompts, completions, subscriptions)
+and `session_requests` (requests to the client, and routing answers and cancellations
+through `relay`); what they share (versions, `_meta` keys, state, request context) is in
+`protocol`.
 """
 
 from __future__ import annotations

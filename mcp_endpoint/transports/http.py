@@ -6,6 +6,10 @@
 - Handshake-era sessions (`Mcp-Session-Id`) live in the database, bound to the token that
   created them, so any hub process can serve any request. 2026-07-28 requests are stateless.
 - GET opens the server-to-client stream of a session (tool list changes); DELETE ends it.
+
+This module checks requests, finds sessions and answers POSTs; the SSE response itself is
+`sse_stream.SseStream`, and the streams that outlive a request's answer (GET, resumption,
+`subscriptions/listen`) are served by `http_streams`.
 """
 
 from __future__ import annotations
