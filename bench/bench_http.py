@@ -1,20 +1,33 @@
-"""MCP over the network: HomeHub's `/mcp` and `/ws/mcp/` against the official SDK's `MCPServer`.
+"""MCP over the network: HomeHub's `/mcp` and `/ws/mcp/` against the official SDK's `MCPServer`,
+with the ASGI server's own floor beside them.
 
-For each ASGI server (daphne, uvicorn), HomeHub (`homehub.asgi:application`) and the SDK
+For each ASGI server (daphne, uvicorn), three applications run side by side under the
+same server, started with the same flags: HomeHub (`homehub.asgi:application`), the SDK
 peer (`bench/peers/sdk_home_http.py`: `sdk_home_server`'s six tools in memory, served by
-`MCPServer.streamable_http_app(json_response=True)`) run side by side under the same
-server, started with the same flags. One raw asyncio client drives both: HTTP/1.1 with
-keep-alive, one connection per session, identical request headers, responses read whole
-(Content-Length or chunked) and parsed as SSE or JSON by their content type; the SDK has
-no WebSocket, so HomeHub's `/ws/mcp/` (one JSON-RPC message per text frame, the
-`websockets` client without compression) is compared with the SDK's HTTP figure.
+`MCPServer.streamable_http_app(json_response=True)`) and the floor
+(`bench/peers/bare_asgi.py`: reads and parses each request, answers one fixed SSE event,
+no auth, no sessions kept). The floor is what any application would get under that server
+with this client, so `floor/SDK` is the best ratio any application could reach against
+the SDK in a cell, and the floor's CPU per call about the server's own share of a call.
+One raw asyncio client drives all three: HTTP/1.1 with keep-alive, one connection per
+session, identical request headers, responses read whole (Content-Length or chunked) and
+parsed as SSE or JSON by their content type; the SDK has no WebSocket, so HomeHub's
+`/ws/mcp/` (one JSON-RPC message per text frame, the `websockets` client without
+compression) is compared with the SDK's HTTP figure. Before measuring, the six tools must
+answer alike on HomeHub (HTTP and WebSocket) and the SDK; the floor is not a home and
+answers every tool the same, so it is left out of that check.
 
 Scenarios: `get_all_states` (read) and `set_light_state` (write, alternating on/off);
 modes: `seq` (1 session, one call in flight) and `16 sessions` (16 handshake-era sessions,
-each with its own connection, each sequential). Measured per cell: calls/s, p50/p99
-latency and server CPU per call (utime + stime of the server process and its children,
-from /proc/<pid>/stat, before/after). The client's own CPU per call is shown too: client
-and servers share the machine.
+each with its own connection, each sequential). This machine's speed drifts by up to
+±30 % from minute to minute, so every cell is measured in `--rounds` interleaved rounds
+(HomeHub /mcp, HomeHub WebSocket, SDK, floor, then again), each turn on fresh sessions
+with `--warmup` calls and then `--count` measured calls. Measured per turn: calls/s,
+p50/p99 latency and server CPU per call (utime + stime of the server process and its
+children, from /proc/<pid>/stat, before/after; the client's own CPU per call is shown too:
+client and servers share the machine). The table shows per cell the median calls/s and
+CPU per call of each side over the rounds, and each ratio as the median of the per-round
+ratios with their min-max (a round's sides saw the machine at about the same speed).
 
 HomeHub runs on a fresh temporary SQLite database (`--database-url`: another one, e.g. an
 empty PostgreSQL database made for the run; migrated, seeded, one token with
@@ -22,13 +35,13 @@ scopes read,control), DJANGO_DEBUG=0 and MCP_RATE_LIMIT=0 (the per-token budget 
 refuse the benchmark's calls), with its default SSE responses; `--homehub-json` sets
 MCP_HTTP_JSON_RESPONSE=1.
 
-    .venv/bin/python bench/bench_http.py                       # the whole comparison, < 4 minutes
-    .venv/bin/python bench/bench_http.py --count 500           # quicker
+    .venv/bin/python bench/bench_http.py                       # the whole comparison, < 5 minutes
+    .venv/bin/python bench/bench_http.py --count 200 --rounds 2 --servers daphne   # quick look
     .venv/bin/python bench/bench_http.py --servers daphne --only homehub --py-spy /tmp/hh.txt
 
-Exit status 0 when every target of issue 7 is met (HomeHub's /mcp >= 1.5x the SDK's
-calls/s, its WebSocket >= 2x the SDK's HTTP figure, per ASGI server, scenario and mode),
-1 otherwise, 2 on a protocol failure.
+Exit status 0 when every target of issue 7 is met by its median ratio (HomeHub's /mcp >=
+1.5x the SDK's calls/s, its WebSocket >= 2x the SDK's HTTP figure, per ASGI server,
+scenario and mode), 1 otherwise, 2 on a protocol failure.
 """
 
 from __future__ import annotations
@@ -41,6 +54,7 @@ import os
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -58,9 +72,13 @@ from common import (
     cpu_seconds,
     fmt_ms,
     fmt_rate,
+    fmt_ratios,
     free_port,
     machine,
+    median_cpu_per_call_us,
+    median_rate,
     prepare_homehub,
+    round_ratios,
     sequential,
     shape_check,
     start_py_spy,
@@ -69,6 +87,12 @@ from common import (
 PEERS = ROOT / "bench" / "peers"
 BIN = Path(sys.executable).parent
 ASGI_SERVERS = ("daphne", "uvicorn")
+# The applications served, in the order each round measures them: (ASGI path, directory).
+SIDES = {
+    "homehub": ("homehub.asgi:application", ROOT),
+    "sdk": ("sdk_home_http:app", PEERS),
+    "floor": ("bare_asgi:app", PEERS),
+}
 SCENARIOS = [("get_all_states", "read"), ("set_light_state", "write")]
 MODES = {"seq": 1, "16 sessions": 16}
 # (target name, transport); every target is compared with the SDK over HTTP.
@@ -354,38 +378,48 @@ async def measure(server: Server, sessions: list, tool: str, n: int) -> tuple[Ru
 Key = tuple[str, str, str, str, str]  # (asgi, side, transport, scenario, mode)
 
 
-def _cells(run: Run) -> list[str]:
-    return [
-        fmt_rate(run.rate),
-        f"{fmt_ms(run.percentile(0.50))} / {fmt_ms(run.percentile(0.99))}",
-        f"{run.cpu_per_call_us:,.0f}",
-    ]
+def _cells(runs: list[Run]) -> list[str]:
+    return [fmt_rate(median_rate(runs)), f"{median_cpu_per_call_us(runs):,.0f}"]
 
 
-def table(results: dict[Key, Run], asgis: list[str], both: bool) -> tuple[str, bool]:
-    """Markdown table, one row per HomeHub transport (SDK figures repeated); (text, all met)."""
-    head = ["server", "scenario", "mode", "HomeHub via", "HomeHub calls/s", "p50/p99 ms", "CPU µs/call"]
-    head += ["SDK HTTP calls/s", "p50/p99 ms", "CPU µs/call"]
-    if both:
-        head += ["ratio", "target", ""]
+def table(results: dict[Key, list[Run]], asgis: list[str], sides: list[str]) -> tuple[str, bool]:
+    """Markdown table, one row per HomeHub transport (SDK and floor figures repeated), the
+    medians over the rounds; (text, every HomeHub target met by its median ratio)."""
+    compare, floored = {"homehub", "sdk"} <= set(sides), {"floor", "sdk"} <= set(sides)
+    head = ["server", "scenario", "mode"]
+    if "homehub" in sides:
+        head += ["HomeHub via", "HomeHub calls/s", "CPU µs/call"]
+    if "sdk" in sides:
+        head += ["SDK HTTP calls/s", "CPU µs/call"]
+    if "floor" in sides:
+        head += ["floor calls/s", "CPU µs/call"]
+    if compare:
+        head += ["HomeHub/SDK", "target", ""]
+    if floored:
+        head += ["floor/SDK"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     all_met = True
     for asgi in asgis:
         for scenario, _kind in SCENARIOS:
             for mode in MODES:
                 sdk = results.get((asgi, "sdk", "http", scenario, mode))
+                floor = results.get((asgi, "floor", "http", scenario, mode))
                 for transport in TARGETS:
                     ours = results.get((asgi, "homehub", transport, scenario, mode))
-                    if ours is None and (sdk is None or transport != "http"):
+                    if ours is None and ("homehub" in sides or transport != "http"):
                         continue
-                    row = [asgi, scenario, mode, LABELS[transport] if ours else "-"]
-                    row += _cells(ours) if ours else ["-"] * 3
-                    row += _cells(sdk) if sdk else ["-"] * 3
-                    if both and ours and sdk:
-                        ratio = ours.rate / sdk.rate
-                        met = ratio >= TARGETS[transport]
+                    row = [asgi, scenario, mode]
+                    if ours is not None:
+                        row += [LABELS[transport], *_cells(ours)]
+                    row += _cells(sdk) if sdk else []
+                    row += _cells(floor) if floor else []
+                    if compare and ours and sdk:
+                        ratios = round_ratios(ours, sdk)
+                        met = statistics.median(ratios) >= TARGETS[transport]
                         all_met &= met
-                        row += [f"{ratio:.2f}x", f">= {TARGETS[transport]}x", "pass" if met else "FAIL"]
+                        row += [fmt_ratios(ratios), f">= {TARGETS[transport]}x", "pass" if met else "FAIL"]
+                    if floored and floor and sdk:
+                        row.append(fmt_ratios(round_ratios(floor, sdk)))
                     lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines), all_met
 
@@ -405,6 +439,32 @@ def create_token(env: dict[str, str]) -> str:
     return out.strip().splitlines()[-1]
 
 
+async def measure_turn(
+    asgi: str, server: Server, transport: str, token: str, width: int, cell: tuple[str, str], opts
+) -> Run:
+    """One side's turn in a cell: fresh sessions (only this turn's are open while it runs:
+    an open WebSocket session hears every write's broadcast, which costs HomeHub), the
+    warm-up, `--count` measured calls."""
+    scenario, mode = cell
+    sessions = await open_sessions(transport, server.name, server.port, token, width)
+    try:
+        if opts.warmup:
+            await measure(server, sessions, scenario, opts.warmup)
+        run, client_cpu = await measure(server, sessions, scenario, opts.count)
+    finally:
+        await close_all(sessions)
+    if run.failures:
+        raise ProtocolFailure(f"{server.name}: {run.failures} failed calls in {scenario}/{mode}")
+    print(
+        f"  {asgi:7} {server.name:7} {transport:4} {scenario:15} {mode:11} "
+        f"{fmt_rate(run.rate):>6} calls/s p50 {fmt_ms(run.percentile(0.5))} ms "
+        f"p99 {fmt_ms(run.percentile(0.99))} ms server CPU {run.cpu_per_call_us:,.0f} "
+        f"µs/call (client {client_cpu / run.calls * 1e6:,.0f})",
+        file=sys.stderr,
+    )
+    return run
+
+
 async def run_asgi(
     asgi: str,
     sides: list[str],
@@ -412,29 +472,22 @@ async def run_asgi(
     token: str,
     workdir: Path,
     opts: argparse.Namespace,
-    results: dict[Key, Run],
+    results: dict[Key, list[Run]],
 ) -> None:
     servers: dict[str, Server] = {}
     profiler: subprocess.Popen | None = None
     sessions: list = []
     try:
-        if "homehub" in sides:
-            assert homehub_env is not None
-            servers["homehub"] = Server(
-                "homehub",
-                asgi,
-                "homehub.asgi:application",
-                ROOT,
-                homehub_env,
-                workdir / f"homehub.{asgi}.log",
-            )
-        if "sdk" in sides:
-            servers["sdk"] = Server(
-                "sdk", asgi, "sdk_home_http:app", PEERS, dict(os.environ), workdir / f"sdk.{asgi}.log"
-            )
+        for side in sides:
+            app, app_dir = SIDES[side]
+            env = homehub_env if side == "homehub" else dict(os.environ)
+            assert env is not None
+            servers[side] = Server(side, asgi, app, app_dir, env, workdir / f"{side}.{asgi}.log")
         for server in servers.values():
             await server.start()
-        shape = [(await open_sessions("http", n, s.port, token, 1))[0] for n, s in servers.items()]
+        # The two homes must answer alike; the floor is no home (one answer for every tool).
+        homes = [name for name in servers if name != "floor"]
+        shape = [(await open_sessions("http", n, servers[n].port, token, 1))[0] for n in homes]
         if "homehub" in servers:
             shape += await open_sessions("ws", "homehub-ws", servers["homehub"].port, token, 1)
         sessions += shape
@@ -443,37 +496,25 @@ async def run_asgi(
         problems = await shape_check(shape)
         if problems:
             raise ProtocolFailure("shape check failed:\n  " + "\n  ".join(problems))
-        print(
-            f"{asgi}: the six tools answer identically on {', '.join(s.name for s in shape)}", file=sys.stderr
-        )
-        # Closed now: an open WebSocket session hears every write's broadcast, which costs HomeHub.
+        if shape:
+            names = ", ".join(s.name for s in shape)
+            print(f"{asgi}: the six tools answer identically on {names}", file=sys.stderr)
         await close_all(sessions)
         if opts.py_spy and "homehub" in servers:
             profiler = start_py_spy(opts.py_spy, servers["homehub"].proc.pid)
 
-        targets = [(side, "http") for side in servers]
+        turns = [(side, "http") for side in servers]
         if "homehub" in servers and not opts.no_ws:
-            targets.append(("homehub", "ws"))
+            turns.insert(1, ("homehub", "ws"))
         for mode, width in MODES.items():
             for scenario, _kind in SCENARIOS:
-                for side, transport in targets:  # interleaved, so drift hits all alike
-                    # Only this cell's sessions are open while it runs.
-                    server = servers[side]
-                    sessions += await open_sessions(transport, side, server.port, token, width)
-                    if opts.warmup:
-                        await measure(server, sessions, scenario, opts.warmup)
-                    run, client_cpu = await measure(server, sessions, scenario, opts.count)
-                    await close_all(sessions)
-                    if run.failures:
-                        raise ProtocolFailure(f"{side}: {run.failures} failed calls in {scenario}/{mode}")
-                    results[(asgi, side, transport, scenario, mode)] = run
-                    print(
-                        f"  {asgi:7} {side:7} {transport:4} {scenario:15} {mode:11} "
-                        f"{fmt_rate(run.rate):>6} calls/s p50 {fmt_ms(run.percentile(0.5))} ms "
-                        f"p99 {fmt_ms(run.percentile(0.99))} ms server CPU {run.cpu_per_call_us:,.0f} "
-                        f"µs/call (client {client_cpu / run.calls * 1e6:,.0f})",
-                        file=sys.stderr,
-                    )
+                # Rounds interleaved (A B C A B C ...), so drift hits every side alike.
+                for _ in range(opts.rounds):
+                    for side, transport in turns:
+                        run = await measure_turn(
+                            asgi, servers[side], transport, token, width, (scenario, mode), opts
+                        )
+                        results.setdefault((asgi, side, transport, scenario, mode), []).append(run)
     finally:
         await close_all(sessions)
         if profiler is not None:
@@ -485,11 +526,11 @@ async def run_asgi(
 
 
 async def main(opts: argparse.Namespace) -> int:
-    sides = ["homehub", "sdk"] if opts.only is None else [opts.only]
+    sides = list(SIDES) if opts.only is None else [opts.only]
     asgis = opts.servers.split(",")
     workdir = Path(tempfile.mkdtemp(prefix="bench_http_", dir="/tmp"))
     started = time.perf_counter()
-    results: dict[Key, Run] = {}
+    results: dict[Key, list[Run]] = {}
     homehub_env = None
     token = "none"
     try:
@@ -508,18 +549,26 @@ async def main(opts: argparse.Namespace) -> int:
         else:
             shutil.rmtree(workdir, ignore_errors=True)
 
-    both = sides == ["homehub", "sdk"]
-    text, all_met = table(results, asgis, both)
+    both = {"homehub", "sdk"} <= set(sides)
+    text, all_met = table(results, asgis, sides)
+    answers = {
+        "homehub": f"HomeHub {'JSON' if opts.homehub_json else 'SSE'}",
+        "sdk": "SDK JSON",
+        "floor": "floor (bench/peers/bare_asgi.py) SSE",
+    }
     print(
-        f"\nMCP tools/call over Streamable HTTP and WebSocket, {opts.count} calls per cell after "
-        f"{opts.warmup} warm-up calls; HomeHub {'JSON' if opts.homehub_json else 'SSE'} responses, "
-        f"SDK JSON responses. Machine: {machine()}. Run took {time.perf_counter() - started:.0f} s.\n"
+        f"\nMCP tools/call over Streamable HTTP and WebSocket: per cell {opts.rounds} interleaved "
+        f"rounds of {opts.count} calls per side (after {opts.warmup} warm-up calls each); medians "
+        f"over the rounds, ratios as median (min-max) of the per-round ratios. "
+        f"{', '.join(answers[side] for side in sides)} responses. Machine: {machine()}. "
+        f"Run took {time.perf_counter() - started:.0f} s.\n"
     )
     print(text, flush=True)
     if both:
         print(
-            f"\nTargets (issue 7): HomeHub's /mcp >= {TARGETS['http']}x the SDK's calls/s, its WebSocket "
-            f">= {TARGETS['ws']}x the SDK's HTTP figure: {'all met' if all_met else 'NOT all met'}."
+            f"\nTargets (issue 7), on the median ratio: HomeHub's /mcp >= {TARGETS['http']}x the SDK's "
+            f"calls/s, its WebSocket >= {TARGETS['ws']}x the SDK's HTTP figure: "
+            f"{'all met' if all_met else 'NOT all met'}."
         )
         return 0 if all_met else 1
     return 0
@@ -529,14 +578,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--count", type=int, default=1000, help="measured calls per cell (default 1000)")
     parser.add_argument(
-        "--warmup", type=int, default=100, help="warm-up calls before each cell (default 100)"
+        "--count", type=int, default=1000, help="measured calls per side and round (default 1000)"
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per cell (default 3)")
+    parser.add_argument(
+        "--warmup", type=int, default=100, help="warm-up calls before each measurement (default 100)"
     )
     parser.add_argument(
         "--servers", default=",".join(ASGI_SERVERS), help="ASGI servers, comma-separated (daphne,uvicorn)"
     )
-    parser.add_argument("--only", choices=["homehub", "sdk"], help="benchmark one side only")
+    parser.add_argument("--only", choices=list(SIDES), help="benchmark one side only")
     parser.add_argument("--no-ws", action="store_true", help="skip HomeHub's WebSocket")
     parser.add_argument(
         "--homehub-json", action="store_true", help="HomeHub answers in JSON (MCP_HTTP_JSON_RESPONSE=1)"
@@ -549,8 +601,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (database, logs)")
     opts = parser.parse_args(argv)
-    if opts.count < 16 or opts.warmup < 0:
-        parser.error("--count must be at least 16, --warmup not negative")
+    if opts.count < 16 or opts.warmup < 0 or opts.rounds < 1:
+        parser.error("--count must be at least 16, --rounds at least 1, --warmup not negative")
     if any(s not in ASGI_SERVERS for s in opts.servers.split(",")):
         parser.error(f"--servers: choose from {', '.join(ASGI_SERVERS)}")
     if opts.py_spy and len(opts.servers.split(",")) > 1:

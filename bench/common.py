@@ -1,5 +1,5 @@
-"""What the MCP benchmarks share: the measured loop, run figures, the shape check, the
-HomeHub set-up, the report helpers and py-spy.
+"""What the MCP benchmarks share: the measured loop, run figures and rounds of them, the
+shape check, the HomeHub set-up, the report helpers and py-spy.
 
 `bench_stdio.py` and `bench_http.py` import it as a sibling module (they run as scripts from
 `bench/`), so both drive their servers with the same loop and report the same figures.
@@ -13,6 +13,7 @@ import platform
 import secrets
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -75,6 +76,20 @@ class Run:
     @property
     def cpu_per_call_us(self) -> float:
         return self.server_cpu / self.calls * 1e6
+
+
+def median_rate(runs: list[Run]) -> float:
+    return statistics.median(run.rate for run in runs)
+
+
+def median_cpu_per_call_us(runs: list[Run]) -> float:
+    return statistics.median(run.cpu_per_call_us for run in runs)
+
+
+def round_ratios(ours: list[Run], theirs: list[Run]) -> list[float]:
+    """calls/s ratios of two sides measured alternately, each round against the same round:
+    both saw the machine at about the same speed, which a ratio of medians would not ensure."""
+    return [a.rate / b.rate for a, b in zip(ours, theirs, strict=True)]
 
 
 async def sequential(call: TimedCall, tool: str, args: Arguments, n: int, latencies: list[float]) -> int:
@@ -153,6 +168,12 @@ def fmt_rate(value: float) -> str:
 
 def fmt_ms(value: float) -> str:
     return f"{value * 1e3:.2f}"
+
+
+def fmt_ratios(ratios: list[float]) -> str:
+    """The median ratio and the spread of the rounds: `1.52x (1.31-1.70)`."""
+    median = f"{statistics.median(ratios):.2f}x"
+    return median if len(ratios) == 1 else f"{median} ({min(ratios):.2f}-{max(ratios):.2f})"
 
 
 def machine() -> str:
