@@ -9,6 +9,7 @@ peer (`bench/peers/sdk_home_http.py`: `sdk_home_server`'s six tools in memory, s
 no auth, no sessions kept). The floor is what any application would get under that server
 with this client, so `floor/SDK` is the best ratio any application could reach against
 the SDK in a cell, and the floor's CPU per call about the server's own share of a call.
+It is a floor for HTTP only: a WebSocket message skips the HTTP request and can cost less.
 One raw asyncio client drives all three: HTTP/1.1 with keep-alive, one connection per
 session, identical request headers, responses read whole (Content-Length or chunked) and
 parsed as SSE or JSON by their content type; the SDK has no WebSocket, so HomeHub's
@@ -35,7 +36,7 @@ scopes read,control), DJANGO_DEBUG=0 and MCP_RATE_LIMIT=0 (the per-token budget 
 refuse the benchmark's calls), with its default SSE responses; `--homehub-json` sets
 MCP_HTTP_JSON_RESPONSE=1.
 
-    .venv/bin/python bench/bench_http.py                       # the whole comparison, < 5 minutes
+    .venv/bin/python bench/bench_http.py                       # the whole comparison, ~1 minute
     .venv/bin/python bench/bench_http.py --count 200 --rounds 2 --servers daphne   # quick look
     .venv/bin/python bench/bench_http.py --servers daphne --only homehub --py-spy /tmp/hh.txt
 
