@@ -8,8 +8,8 @@ to go on. No application can go below it, so `floor / SDK` is the best ratio any
 application could reach against the SDK in that cell.
 
 Per POST it reads the whole body and `json.loads` it, then answers like HomeHub by default
-(status 200, `text/event-stream`, no Content-Length so the server frames it chunked, the
-whole answer in one body message) with one `event: message` event:
+(status 200, `text/event-stream`, the whole answer in one body message with its
+Content-Length, as HomeHub writes a lone answer) with one `event: message` event:
 
 - `initialize`: a fixed result, and an `mcp-session-id` header;
 - `tools/call`: the same successful result for any tool, under the request's id;
@@ -107,5 +107,6 @@ async def app(scope, receive, send) -> None:
         headers = [*SSE_HEADERS, (b"mcp-session-id", secrets.token_hex(16).encode())]
     else:
         event = _event(request["id"], b"error", METHOD_NOT_FOUND)
+    headers = [*headers, (b"content-length", b"%d" % len(event))]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     await send({"type": "http.response.body", "body": event})
