@@ -71,6 +71,7 @@ from common import (
     Run,
     arguments_for,
     cpu_seconds,
+    create_token,
     fmt_ms,
     fmt_rate,
     fmt_ratios,
@@ -428,18 +429,6 @@ def table(results: dict[Key, list[Run]], asgis: list[str], sides: list[str]) -> 
 # --- main --------------------------------------------------------------------------------
 
 
-def create_token(env: dict[str, str]) -> str:
-    out = subprocess.run(
-        [sys.executable, "manage.py", "create_mcp_token", "bench_http", "--scopes", "read,control"],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return out.strip().splitlines()[-1]
-
-
 async def measure_turn(
     asgi: str, server: Server, transport: str, token: str, width: int, cell: tuple[str, str], opts
 ) -> Run:
@@ -541,7 +530,7 @@ async def main(opts: argparse.Namespace) -> int:
             )
             homehub_env["MCP_RATE_LIMIT"] = "0"
             homehub_env["MCP_HTTP_JSON_RESPONSE"] = "1" if opts.homehub_json else "0"
-            token = create_token(homehub_env)
+            token = create_token(homehub_env, "bench_http")
         for asgi in asgis:
             await run_asgi(asgi, sides, homehub_env, token, workdir, opts, results)
     finally:

@@ -121,6 +121,13 @@ def prepare_homehub(
     return env
 
 
+def create_token(env: dict[str, str], name: str) -> str:
+    """A new MCP token with scopes read,control in HomeHub's database of `env`."""
+    argv = [sys.executable, "manage.py", "create_mcp_token", name, "--scopes", "read,control"]
+    out = subprocess.run(argv, cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout
+    return out.strip().splitlines()[-1]
+
+
 SHAPE_CALLS = [
     ("get_presence", {}),
     ("get_alarm_status", {}),
