@@ -21,8 +21,10 @@ meanwhile goes into the same transaction, each inside its own savepoint, so that
 fails leaves the others untouched. The commit costs as much as the statements (SQLite
 writes each changed page to the WAL once per commit), so sixteen sessions writing at once
 pay it once, not sixteen times. A write with nothing else ready (one client at a time)
-commits at once, without the turn. Nobody's write is answered before the commit that
-holds it.
+commits at once, without the turn; so does one on a loop where the last few turns found
+nobody to join (a lone client under a server whose loop always has something ready),
+except one write in `PROBE_EVERY`, which looks again. Nobody's write is answered before
+the commit that holds it.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import asyncio
 import logging
 import sqlite3
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -57,6 +60,11 @@ _conn: tuple[str, sqlite3.Connection] | None = None
 _since_checkpoint = 0
 _checkpointing: asyncio.Future | None = None  # while a checkpoint runs; done when it ends
 _tasks: set[asyncio.Task] = set()
+# Per event loop: how many gathered commits in a row held a single write, and past how many
+# writes stop gathering (see `_alone`).
+_lonely: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, int] = weakref.WeakKeyDictionary()
+LONELY_AFTER = 4
+PROBE_EVERY = 8
 # Per event loop: the writes waiting for the next group commit (change, args, kwargs, future).
 _queued: dict[asyncio.AbstractEventLoop, list[tuple[Callable[..., Any], tuple, dict, asyncio.Future]]] = {}
 
@@ -138,7 +146,7 @@ async def write(change: Callable[..., T], *args: Any, **kwargs: Any) -> T | obje
         # database thread, then the writes that waited share one commit.
         await asyncio.shield(checkpoint)
     queue = _queued.get(loop)
-    if queue is None and not _others_ready(loop):  # nobody could join: no turn to wait
+    if queue is None and (not _others_ready(loop) or _alone(loop)):  # no turn to wait
         return try_write(change, *args, **kwargs)
     future: asyncio.Future = loop.create_future()
     if queue is not None:  # a commit is being gathered: join it
@@ -150,7 +158,18 @@ async def write(change: Callable[..., T], *args: Any, **kwargs: Any) -> T | obje
     finally:  # cancelled or not, the writes that joined are waiting for this commit
         del _queued[loop]
         _commit_together(queue)
+        _lonely[loop] = _lonely.get(loop, 0) + 1 if len(queue) == 1 else 0
     return future.result()
+
+
+def _alone(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether the last LONELY_AFTER gathered commits of this loop each held one write; then
+    the turn is skipped, but for one write in PROBE_EVERY, which gathers to look again."""
+    lonely = _lonely.get(loop, 0)
+    if lonely < LONELY_AFTER:
+        return False
+    _lonely[loop] = lonely + 1
+    return (lonely - LONELY_AFTER + 1) % PROBE_EVERY != 0
 
 
 def _others_ready(loop: asyncio.AbstractEventLoop) -> bool:

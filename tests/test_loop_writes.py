@@ -185,3 +185,44 @@ def test_the_wal_stops_growing_under_sustained_writes(transactional_db):
     first = wal.stat().st_size
     as_served(16 * loop_writes.CHECKPOINT_EVERY)  # nine times as many writes in all
     assert wal.stat().st_size < 4 * first  # a late checkpoint may let it reach a few rounds
+
+
+def test_a_lone_writer_stops_waiting_a_turn_until_company_comes(transactional_db, no_db_thread, monkeypatch):
+    """Under daphne the loop always has something ready, so every write waited a turn for
+    company that never came; after a few lonely turns it commits at once, and a write in
+    PROBE_EVERY still looks, so writers arriving together share commits again."""
+    services.seed_home()
+    gathered: list[int] = []
+    together = loop_writes._commit_together
+
+    def counting(writes):
+        gathered.append(len(writes))
+        together(writes)
+
+    monkeypatch.setattr(loop_writes, "_commit_together", counting)
+
+    async def scenario() -> int:
+        async def spin():  # something always ready, as in a server's loop
+            while True:
+                await asyncio.sleep(0)
+
+        spinner = asyncio.ensure_future(spin())
+        try:
+            for n in range(40):
+                await services.aset_light_state("salon", bool(n & 1), actor="ana", interface="mcp-ws")
+            alone = len(gathered)
+            for n in range(3):
+                await asyncio.gather(
+                    *(
+                        services.aset_light_state("salon", bool(n & 1), actor=f"a{i}", interface="mcp-ws")
+                        for i in range(16)
+                    )
+                )
+            return alone
+        finally:
+            spinner.cancel()
+
+    alone = async_to_sync(scenario)()
+    assert alone <= loop_writes.LONELY_AFTER + 40 // loop_writes.PROBE_EVERY + 1
+    assert max(gathered) > 1
+    assert Event.objects.filter(action="light.set").count() == 40 + 3 * 16
