@@ -5,6 +5,15 @@ the last MCP_SSE_KEEP_EVENTS events for MCP_SSE_KEEP_SECONDS. A GET stream keeps
 event it sends (they are rare: notifications). A POST stream keeps its events from the
 moment the server cuts it off mid-call (`ToolContext.close_stream`): what it wrote to a
 live connection before was delivered, and a tool call pays no cache write.
+
+Keeping an event costs the same however many are kept: each event is a key of its own, in
+a ring of MCP_SSE_KEEP_EVENTS slots per stream (the n-th event kept goes to slot
+n % MCP_SSE_KEEP_EVENTS, over the one that fell out of the window), next to a small head
+(kind, done, how many were kept), both written in one `set_many` (one round trip to Redis,
+a transaction there). A load reads the head and every slot in one `get_many` and keeps the
+slots whose number is in the head's window, so a slot left from an earlier lap is never
+replayed. (Rewriting the whole record per event cost O(events kept): 100 messages pickled
+and sent for every notification.)
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.cache import cache
 
@@ -22,6 +32,8 @@ class StreamRecord:
     kind: str  # "get" or "post"
     events: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # (seq, message)
     done: bool = False  # the stream has sent its last event (a POST stream's response)
+    kept: int = 0  # events written to the cache so far, dropped ones included
+    saved_seq: int = 0  # the highest id among them: events after it are not written yet
 
     def after(self, seq: int) -> list[tuple[int, dict[str, Any]]]:
         return [(n, message) for n, message in self.events if n > seq]
@@ -44,15 +56,45 @@ def _key(session_id: str, stream_id: str) -> str:
     return f"mcp-sse:{digest}:{stream_id}"
 
 
+def _slot_key(key: str, slot: int) -> str:
+    return f"{key}:{slot}"
+
+
 async def save(session_id: str, stream_id: str, record: StreamRecord) -> None:
-    record.events = record.events[-settings.MCP_SSE_KEEP_EVENTS :]
-    value = {"kind": record.kind, "events": record.events, "done": record.done}
-    await cache.aset(_key(session_id, stream_id), value, settings.MCP_SSE_KEEP_SECONDS)
+    """Write the events appended to `record` since its last save, and its head."""
+    limit = settings.MCP_SSE_KEEP_EVENTS
+    fresh = []
+    for seq, message in reversed(record.events):
+        if seq <= record.saved_seq:
+            break
+        fresh.append((seq, message))
+    fresh.reverse()
+    if len(record.events) > limit:
+        del record.events[:-limit]
+    key = _key(session_id, stream_id)
+    values: dict[str, Any] = {}
+    for position, (seq, message) in enumerate(fresh):
+        if position >= len(fresh) - limit:  # (more than fit: only the last ones are kept)
+            values[_slot_key(key, record.kept % limit)] = (record.kept, seq, message)
+        record.kept += 1
+        record.saved_seq = seq
+    values[key] = {"kind": record.kind, "done": record.done, "kept": record.kept, "seq": record.saved_seq}
+    await sync_to_async(cache.set_many)(values, settings.MCP_SSE_KEEP_SECONDS)
 
 
 async def load(session_id: str, stream_id: str) -> StreamRecord | None:
-    value = await cache.aget(_key(session_id, stream_id))
-    if not isinstance(value, dict):
+    limit = settings.MCP_SSE_KEEP_EVENTS
+    key = _key(session_id, stream_id)
+    found = await sync_to_async(cache.get_many)([key, *(_slot_key(key, slot) for slot in range(limit))])
+    head = found.get(key)
+    if not isinstance(head, dict):
         return None
-    events = [(int(n), message) for n, message in value.get("events", [])]
-    return StreamRecord(value.get("kind", "get"), events, bool(value.get("done")))
+    kept = int(head.get("kept", 0))
+    events = []
+    for number in range(max(0, kept - limit), kept):
+        item = found.get(_slot_key(key, number % limit))
+        if isinstance(item, (tuple, list)) and item[0] == number:
+            events.append((int(item[1]), item[2]))
+    return StreamRecord(
+        head.get("kind", "get"), events, bool(head.get("done")), kept=kept, saved_seq=int(head.get("seq", 0))
+    )
