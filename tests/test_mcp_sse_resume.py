@@ -1,7 +1,10 @@
 """A POST stream cut off mid-call (SEP-1699), in-process: what a client resuming it can find,
 and when."""
 
+import pickle
+
 from asgiref.sync import async_to_sync
+from django.core.cache.backends.base import BaseCache
 
 from mcp_endpoint import sse_store
 from mcp_endpoint.transports.http import SseStream
@@ -65,3 +68,79 @@ def test_event_ids_are_parsed_only_in_the_hubs_own_form():
     assert sse_store.parse_event_id("a1b2c3d4-12") == ("a1b2c3d4", 12)
     for foreign in (None, "", "12", "a1b2-x", "../a-1", "a b-1"):
         assert sse_store.parse_event_id(foreign) is None
+
+
+def _get_stream(stream_id: str, record: sse_store.StreamRecord, seen: int = 0) -> tuple[SseStream, Wire]:
+    """A resumable GET stream, as `/mcp` opens one (or reopens it for a Last-Event-ID)."""
+    wire = Wire(stream_id)
+    stream = SseStream(
+        lambda m: wire.send(m), [], session_id=SESSION, stream_id=stream_id, record=record, seen=seen
+    )
+    return stream, wire
+
+
+def _note(n: int) -> dict:
+    return {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": f"home://{n}"}}
+
+
+def test_a_get_stream_resumed_after_many_events_replays_the_last_ones_and_numbers_on(settings):
+    """The last MCP_SSE_KEEP_EVENTS events are kept; a GET resuming with the id of one it saw
+    gets those after it (from the shared cache, as another process would), then the stream
+    goes on under the same id with the next numbers."""
+    settings.MCP_SSE_KEEP_EVENTS = 5
+
+    async def scenario():
+        stream, _ = _get_stream("c0ffee01", sse_store.StreamRecord("get"))
+        await stream.open()  # priming: id 1
+        for n in range(2, 14):  # ids 2..13
+            await stream.event(_note(n))
+        record = await sse_store.load(SESSION, "c0ffee01")
+        kept, missed = [n for n, _ in record.events], record.after(10)
+        again, wire = _get_stream("c0ffee01", record, seen=10)
+        await again.open(priming=False)
+        await again.event(_note(14))
+        return kept, missed, wire, await sse_store.load(SESSION, "c0ffee01")
+
+    kept, missed, wire, later = async_to_sync(scenario)()
+    assert kept == [9, 10, 11, 12, 13]  # the oldest dropped
+    assert missed == [(11, _note(11)), (12, _note(12)), (13, _note(13))]
+    assert b"id: c0ffee01-14\n" in b"".join(wire.chunks)
+    assert [n for n, _ in later.events] == [10, 11, 12, 13, 14]
+    assert later.after(13) == [(14, _note(14))] and later.kind == "get" and not later.done
+
+
+def test_keeping_an_event_costs_the_same_however_many_are_kept(monkeypatch):
+    """Bytes written to the cache per event of a GET stream: the same at the 100th as at the
+    2nd (rewriting the whole record made them grow with every event)."""
+    from django.core.cache import caches
+
+    backend = caches["default"]
+    written: list[int] = []
+    original = type(backend).set
+
+    def counting_set(self, key, value, *args, **kwargs):
+        written.append(len(pickle.dumps(value)))
+        return original(self, key, value, *args, **kwargs)
+
+    monkeypatch.setattr(type(backend), "set", counting_set)
+    if hasattr(type(backend), "set_many") and type(backend).set_many is not BaseCache.set_many:
+        original_many = type(backend).set_many
+
+        def counting_set_many(self, data, *args, **kwargs):
+            written.extend(len(pickle.dumps(value)) for value in data.values())
+            return original_many(self, data, *args, **kwargs)
+
+        monkeypatch.setattr(type(backend), "set_many", counting_set_many)
+
+    async def scenario():
+        stream, _ = _get_stream("feedbead", sse_store.StreamRecord("get"))
+        await stream.open()
+        per_event = []
+        for n in range(100):
+            written.clear()
+            await stream.event(_note(n))
+            per_event.append(sum(written))
+        return per_event
+
+    per_event = async_to_sync(scenario)()
+    assert per_event[-1] < 2 * per_event[1]
