@@ -10,10 +10,10 @@ Keeping an event costs the same however many are kept: each event is a key of it
 a ring of MCP_SSE_KEEP_EVENTS slots per stream (the n-th event kept goes to slot
 n % MCP_SSE_KEEP_EVENTS, over the one that fell out of the window), next to a small head
 (kind, done, how many were kept), both written in one `set_many` (one round trip to Redis,
-a transaction there). A load reads the head and every slot in one `get_many` and keeps the
-slots whose number is in the head's window, so a slot left from an earlier lap is never
-replayed. (Rewriting the whole record per event cost O(events kept): 100 messages pickled
-and sent for every notification.)
+a transaction there). A load reads the head, then the slots of its window in one
+`get_many`, and keeps only those that hold the number expected there, so a slot left from
+an earlier lap is never replayed. (Rewriting the whole record per event cost O(events
+kept): up to 100 messages pickled and sent for every notification.)
 """
 
 from __future__ import annotations
@@ -83,17 +83,21 @@ async def save(session_id: str, stream_id: str, record: StreamRecord) -> None:
 
 
 async def load(session_id: str, stream_id: str) -> StreamRecord | None:
-    limit = settings.MCP_SSE_KEEP_EVENTS
-    key = _key(session_id, stream_id)
-    found = await sync_to_async(cache.get_many)([key, *(_slot_key(key, slot) for slot in range(limit))])
-    head = found.get(key)
+    return await sync_to_async(_read)(_key(session_id, stream_id), settings.MCP_SSE_KEEP_EVENTS)
+
+
+def _read(key: str, limit: int) -> StreamRecord | None:
+    """The head, then the slots in its window (one `get_many`); in one hop from the loop."""
+    head = cache.get(key)
     if not isinstance(head, dict):
         return None
     kept = int(head.get("kept", 0))
+    numbers = range(max(0, kept - limit), kept)
+    found = cache.get_many([_slot_key(key, number % limit) for number in numbers])
     events = []
-    for number in range(max(0, kept - limit), kept):
+    for number in numbers:
         item = found.get(_slot_key(key, number % limit))
-        if isinstance(item, (tuple, list)) and item[0] == number:
+        if isinstance(item, (tuple, list)) and item[0] == number:  # not a slot of an earlier lap
             events.append((int(item[1]), item[2]))
     return StreamRecord(
         head.get("kind", "get"), events, bool(head.get("done")), kept=kept, saved_seq=int(head.get("seq", 0))
