@@ -137,5 +137,11 @@ def agent_presence(agent_id: str) -> str:
     return "online" if online else "offline"
 
 
+def agent_session(agent_id: str) -> str:
+    """The session of the agent's live connection, as last recorded ('' when none)."""
+    return Agent.objects.filter(agent_id=agent_id).values_list("session_id", flat=True).first() or ""
+
+
 aagent_device_tools = sync_to_async(agent_device_tools)
 aagent_presence = sync_to_async(agent_presence)
+aagent_session = sync_to_async(agent_session)

@@ -68,7 +68,11 @@ def test_two_hubs_two_workers_one_home(postgres_only, redis_url, make_token, tmp
             def offered() -> set[str]:
                 return {t["name"] for t in http_request(far.base, token, "tools/list")["tools"]}
 
-            wait_until(lambda: {VOLUME, LED} <= offered(), what="both agents' tools on the far process")
+            # Two agents start, announce their tools and reach the far process through Redis:
+            # seconds on a loaded machine, so more room than the usual 20 s.
+            wait_until(
+                lambda: {VOLUME, LED} <= offered(), timeout=45, what="both agents' tools on the far process"
+            )
 
             # A session opened on one process, used on both, while telemetry flows.
             session = post(near.base, INIT, token).headers["mcp-session-id"]

@@ -11,6 +11,13 @@ Calls reach an agent through the same gateway as WebSocket devices: the owning w
 registers the agent in `agent_channels.local_devices` (for callers in its own process)
 and joins the agent's channel-layer group (for callers in other processes).
 
+One worker owns an agent: the one whose session the database recorded last. An agent
+announces at boot and again on the hub's birth message, and the two announcements may
+reach two workers of the group at once; each, once in the agent's group, and again when
+told another took the agent over, lets go unless the database still names its session.
+(Letting go on the word alone left both in the group when the word came before the other
+had joined, and every call reached the agent twice; or neither, when the words crossed.)
+
 An agent is offline after its last will (`offline` on `mcp/{id}/status`), or after it has
 been silent for three of its declared heartbeats (`"heartbeat": seconds` in its
 announcement; `MQTT_AGENT_SILENCE_SECONDS` for agents that declare none).
@@ -29,7 +36,7 @@ from typing import Any
 
 from channels.layers import get_channel_layer
 
-from devices import agent_channels, agent_services
+from devices import agent_channels, agent_services, selectors
 from devices.mqtt import topics
 from devices.storable import storable_text
 from homehub.groups import keep_joined, receive_forever
@@ -173,8 +180,14 @@ class AgentBridge:
             group, {"type": agent_channels.REPLACED, "agent_id": agent_id, "by": self._channel}
         )
         await self._layer.group_add(group, self._channel)
+        if not await self._still_owner(link):
+            await self._drop(agent_id, "another hub worker took the agent over")
+            return None
         link.discovery = self._spawn(self._discover(link))
         return None
+
+    async def _still_owner(self, link: Link) -> bool:
+        return await selectors.aagent_session(link.agent_id) == link.session_id
 
     async def on_response(self, agent_id: str, request_id: str, payload: bytes) -> None:
         link = self._links.get(agent_id)
@@ -272,7 +285,13 @@ class AgentBridge:
         if kind == agent_channels.CALL:
             self._spawn(self._serve_remote(message))
         elif kind == agent_channels.REPLACED and message.get("by") != self._channel:
-            await self._drop(str(message.get("agent_id")), "another hub worker took the agent over")
+            link = self._links.get(str(message.get("agent_id")))
+            if (
+                link is not None
+                and not await self._still_owner(link)
+                and self._links.get(link.agent_id) is link
+            ):
+                await self._drop(link.agent_id, "another hub worker took the agent over")
 
     async def _serve_remote(self, message: dict[str, Any]) -> None:
         agent_id = str(message.get("agent_id"))
