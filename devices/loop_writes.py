@@ -112,24 +112,10 @@ def try_write(change: Callable[..., T], *args: Any, **kwargs: Any) -> T | object
 
     Exceptions other than database errors (a light that does not exist) roll back and
     propagate, as they would from the database thread."""
-    conn = _begin()
-    if conn is None:
-        return UNAVAILABLE
-    try:
-        try:
-            result = change(*args, **kwargs, raw=conn.cursor())
-            conn.execute("COMMIT")
-        except (sqlite3.Error, Unsupported):
-            conn.execute("ROLLBACK")
-            logger.debug("loop write not done; handing it to the database thread", exc_info=True)
-            return UNAVAILABLE
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        _count_write()
-        return result
-    finally:
-        _lock.release()
+    [(ok, value)] = _run_together([(change, args, kwargs)])
+    if not ok:
+        raise value
+    return value
 
 
 async def write(change: Callable[..., T], *args: Any, **kwargs: Any) -> T | object:
@@ -180,55 +166,67 @@ def _others_ready(loop: asyncio.AbstractEventLoop) -> bool:
 
 
 def _commit_together(writes: list[tuple[Callable[..., Any], tuple, dict, asyncio.Future]]) -> None:
-    """Run `writes` in one transaction (a savepoint each when there are several, so that one
-    failing leaves the others), then settle their futures: the change's result, its
-    exception, or UNAVAILABLE for those not written."""
-    outcomes: list[tuple[bool, Any]] = [(True, UNAVAILABLE)] * len(writes)
-    conn = _begin()
-    if conn is not None:
-        several = len(writes) > 1
-        try:
-            cursor = conn.cursor()
-            for i, (change, args, kwargs, _future) in enumerate(writes):
-                if several:
-                    conn.execute("SAVEPOINT loop_write")
-                try:
-                    outcomes[i] = (True, change(*args, **kwargs, raw=cursor))
-                except Exception as exc:
-                    if not several:
-                        raise
-                    conn.execute("ROLLBACK TO loop_write")
-                    if isinstance(exc, sqlite3.Error | Unsupported):
-                        logger.debug("loop write not done; handing it to the database thread", exc_info=True)
-                    else:
-                        outcomes[i] = (False, exc)
-                if several:
-                    conn.execute("RELEASE loop_write")
-            conn.execute("COMMIT")
-        except (sqlite3.Error, Unsupported):  # nothing committed: every write is still to do
-            _rollback(conn)
-            logger.debug("loop writes not done; handing them to the database thread", exc_info=True)
-            outcomes = [(True, UNAVAILABLE)] * len(writes)
-        except Exception as exc:  # the one write's own error (a light that does not exist)
-            _rollback(conn)
-            outcomes = [(False, exc)]
-        except BaseException:
-            _rollback(conn)
-            for *_, future in writes:
-                if not future.done():
-                    future.set_result(UNAVAILABLE)
-            raise
-        finally:
-            _lock.release()
-        for ok, value in outcomes:
-            if ok and value is not UNAVAILABLE:
-                _count_write()
+    """`_run_together` for the queued `writes`, then settle their futures: the change's
+    result, its exception, or UNAVAILABLE for those not written."""
+    try:
+        outcomes = _run_together([(change, args, kwargs) for change, args, kwargs, _future in writes])
+    except BaseException:
+        for *_, future in writes:
+            if not future.done():
+                future.set_result(UNAVAILABLE)
+        raise
     for (*_, future), (ok, value) in zip(writes, outcomes, strict=True):
         if not future.done():  # done: its task was cancelled
             if ok:
                 future.set_result(value)
             else:
                 future.set_exception(value)
+
+
+def _run_together(changes: list[tuple[Callable[..., Any], tuple, dict]]) -> list[tuple[bool, Any]]:
+    """Run `changes` in one transaction, a savepoint each when there are several (so that
+    one failing leaves the others); per change (True, its result or UNAVAILABLE when not
+    written) or (False, its exception). Nothing is written when the transaction cannot
+    begin without waiting or fails as a whole; what is not an Exception propagates."""
+    outcomes: list[tuple[bool, Any]] = [(True, UNAVAILABLE)] * len(changes)
+    conn = _begin()
+    if conn is None:
+        return outcomes
+    several = len(changes) > 1
+    try:
+        cursor = conn.cursor()
+        for i, (change, args, kwargs) in enumerate(changes):
+            if several:
+                conn.execute("SAVEPOINT loop_write")
+            try:
+                outcomes[i] = (True, change(*args, **kwargs, raw=cursor))
+            except Exception as exc:
+                if not several:
+                    raise
+                conn.execute("ROLLBACK TO loop_write")
+                if isinstance(exc, sqlite3.Error | Unsupported):
+                    logger.debug("loop write not done; handing it to the database thread", exc_info=True)
+                else:
+                    outcomes[i] = (False, exc)
+            if several:
+                conn.execute("RELEASE loop_write")
+        conn.execute("COMMIT")
+    except (sqlite3.Error, Unsupported):  # nothing committed: every change is still to do
+        _rollback(conn)
+        logger.debug("loop writes not done; handing them to the database thread", exc_info=True)
+        return [(True, UNAVAILABLE)] * len(changes)
+    except Exception as exc:  # the one change's own error (a light that does not exist)
+        _rollback(conn)
+        return [(False, exc)]
+    except BaseException:
+        _rollback(conn)
+        raise
+    finally:
+        _lock.release()
+    for ok, value in outcomes:
+        if ok and value is not UNAVAILABLE:
+            _count_write()
+    return outcomes
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
