@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import ROOT, arguments_for, create_token, machine, prepare_homehub
+from common import ROOT, arguments_for, create_token, jsonrpc_request, machine, prepare_homehub
 
 SCENARIOS = ["get_all_states", "set_light_state"]
 SIDES = ["homehub", "sdk"]
@@ -66,15 +66,6 @@ def _scope(token: str, session_id: bytes | None) -> dict[str, Any]:
     }
 
 
-def _request(request_id: int | None, method: str, params: dict[str, Any] | None = None) -> bytes:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-    if request_id is not None:
-        message["id"] = request_id
-    if params is not None:
-        message["params"] = params
-    return json.dumps(message, separators=(",", ":")).encode()
-
-
 async def _post(app, scope: dict[str, Any], body: bytes) -> list[dict[str, Any]]:
     sent: list[dict[str, Any]] = []
     delivered = False
@@ -101,7 +92,7 @@ async def _child(side: str, tool: str, count: int, token: str) -> dict[str, floa
         from sdk_home_http import app
     else:
         from homehub.asgi import application as app
-    init = _request(
+    init = jsonrpc_request(
         0,
         "initialize",
         {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "b", "version": "1"}},
@@ -109,10 +100,11 @@ async def _child(side: str, tool: str, count: int, token: str) -> dict[str, floa
     sent = await _post(app, _scope(token, None), init)
     session_id = dict(sent[0]["headers"]).get(b"mcp-session-id")
     scope = _scope(token, session_id)
-    await _post(app, scope, _request(None, "notifications/initialized"))
+    await _post(app, scope, jsonrpc_request(None, "notifications/initialized"))
     args = arguments_for(tool)
     bodies = [
-        _request(i + 1, "tools/call", {"name": tool, "arguments": args(i)}) for i in range(WARMUP + count)
+        jsonrpc_request(i + 1, "tools/call", {"name": tool, "arguments": args(i)})
+        for i in range(WARMUP + count)
     ]
     for body in bodies[:WARMUP]:
         sent = await _post(app, scope, body)

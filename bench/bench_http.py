@@ -76,6 +76,7 @@ from common import (
     fmt_rate,
     fmt_ratios,
     free_port,
+    jsonrpc_request,
     machine,
     median_cpu_per_call_us,
     median_rate,
@@ -185,15 +186,6 @@ class Server:
 # --- client ------------------------------------------------------------------------------
 
 
-def _jsonrpc(request_id: int | None, method: str, params: dict[str, Any] | None = None) -> bytes:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-    if request_id is not None:
-        message["id"] = request_id
-    if params is not None:
-        message["params"] = params
-    return json.dumps(message, separators=(",", ":")).encode()
-
-
 def _from_sse(body: bytes, request_id: int) -> dict[str, Any] | None:
     """The `event: message` (or unnamed) event answering `request_id`."""
     for block in body.replace(b"\r\n", b"\n").split(b"\n\n"):
@@ -237,7 +229,7 @@ class HttpSession:
         if "result" not in init or not self.session_id:
             raise ProtocolFailure(f"{self.name}: initialize failed: {init}")
         self._head += f"Mcp-Session-Id: {self.session_id}\r\n".encode()
-        status, _, _ = await self._post(_jsonrpc(None, "notifications/initialized"))
+        status, _, _ = await self._post(jsonrpc_request(None, "notifications/initialized"))
         if status != 202:
             raise ProtocolFailure(f"{self.name}: notifications/initialized -> {status}")
 
@@ -276,7 +268,7 @@ class HttpSession:
 
     async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         self._ids += 1
-        status, headers, payload = await self._post(_jsonrpc(self._ids, method, params))
+        status, headers, payload = await self._post(jsonrpc_request(self._ids, method, params))
         if headers.get(b"content-type", b"").startswith(b"text/event-stream"):
             message = _from_sse(payload, self._ids)
         else:
@@ -319,7 +311,7 @@ class WsSession:
         )
         if "result" not in init:
             raise ProtocolFailure(f"{self.name}: initialize failed: {init}")
-        await self.ws.send(_jsonrpc(None, "notifications/initialized").decode())
+        await self.ws.send(jsonrpc_request(None, "notifications/initialized").decode())
 
     async def close(self) -> None:
         await self.ws.close()
@@ -327,7 +319,7 @@ class WsSession:
     async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         self._ids += 1
         request_id = self._ids
-        await self.ws.send(_jsonrpc(request_id, method, params).decode())
+        await self.ws.send(jsonrpc_request(request_id, method, params).decode())
         while True:  # skip notifications
             message = json.loads(await asyncio.wait_for(self.ws.recv(), 30))
             if message.get("id") == request_id:

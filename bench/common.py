@@ -8,6 +8,7 @@ shape check, the HomeHub set-up, the report helpers and py-spy.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import platform
 import secrets
@@ -119,6 +120,16 @@ def prepare_homehub(
     for argv in (["migrate", "--noinput", "-v", "0"], ["seed_home"]):
         subprocess.run([python, "manage.py", *argv], cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
     return env
+
+
+def jsonrpc_request(request_id: int | None, method: str, params: dict[str, Any] | None = None) -> bytes:
+    """A compact JSON-RPC request (a notification without `request_id`), as bytes."""
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if request_id is not None:
+        message["id"] = request_id
+    if params is not None:
+        message["params"] = params
+    return json.dumps(message, separators=(",", ":")).encode()
 
 
 def create_token(env: dict[str, str], name: str) -> str:
