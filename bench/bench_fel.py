@@ -1,8 +1,8 @@
 """FEL throughput: validations/s and PDFs/s on one core, then a 500-invoice batch on all cores.
 
 Run from the project root: `.venv/bin/python bench/bench_fel.py` (about 20 seconds). It uses
-the Django-free pipeline (`fel.processing`, `fel.batch`) on copies of the shared fixtures, so
-it measures parsing, validation and rendering, not the database.
+the Django-free pipeline (`fel.processing`, `fel.batch`) on copies of the test fixtures
+(`tests/fixtures/fel/`), so it measures parsing, validation and rendering, not the database.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from fel.processing import process  # noqa: E402
 from fel.render import Branding  # noqa: E402
 from fel.themes import get_theme  # noqa: E402
 
-FIXTURES = ROOT.parent / "shared" / "fixtures" / "fel"
+FIXTURES = ROOT / "tests" / "fixtures" / "fel"
 MAX_BYTES = 2 * 1024 * 1024
 BRANDING = Branding(
     theme=get_theme("azul"), website="www.ejemplo.gt", phone="+502 2222-3333", email="f@ejemplo.gt"

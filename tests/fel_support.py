@@ -6,11 +6,10 @@ import shutil
 from pathlib import Path
 
 from asgiref.sync import async_to_sync
-from django.conf import settings
 
 from mcp_endpoint.registry import Caller, ToolContext, ToolResult, registry
 
-FIXTURES = Path(settings.BASE_DIR).parent / "shared" / "fixtures" / "fel"
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "fel"
 REAL = sorted((FIXTURES / "real").glob("*.xml"))
 BROKEN = sorted((FIXTURES / "broken").glob("*.xml"))
 SAT_SAMPLE = FIXTURES / "real" / "fact_sat_1item-servicio_receptor-empresa.xml"
@@ -23,7 +22,7 @@ def make_root(tmp_path: Path, settings) -> Path:
     shutil.copytree(FIXTURES / "real", root / "xml", ignore=shutil.ignore_patterns("*.md"))
     shutil.copytree(FIXTURES / "broken", root / "broken", ignore=shutil.ignore_patterns("*.md"))
     settings.FEL_ROOT = root
-    settings.BASE_DIR = tmp_path  # relative paths are read from the hub's folder: data/xml/... works
+    settings.BASE_DIR = tmp_path  # FEL_ROOT in the project folder, as by default: data/xml/... works
     settings.FEL_LOGO_PATH = ""
     settings.FEL_THEME = "azul"
     settings.FEL_WEBSITE = "www.ejemplo.gt"
