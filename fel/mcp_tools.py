@@ -13,7 +13,8 @@ from mcp_endpoint.registry import ToolContext, ToolError, tool
 class FelValidateInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
     xml_path: str = Field(
-        description="Ruta al XML FEL (relativa a la carpeta del hub, p. ej. data/xml/factura.xml)."
+        description="Ruta al XML FEL, relativa a FEL_ROOT (p. ej. xml/factura.xml) "
+        "o absoluta dentro de FEL_ROOT."
     )
 
 
@@ -31,15 +32,17 @@ class FelValidateOutput(BaseModel):
 
 class FelRenderInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    xml_path: str = Field(description="Ruta al XML FEL.")
+    xml_path: str = Field(description="Ruta al XML FEL, relativa a FEL_ROOT (p. ej. xml/factura.xml).")
     logo_path: str | None = Field(
-        default=None, description="Ruta a un logo; si es null se usa FEL_LOGO_PATH."
+        default=None, description="Ruta a un logo, relativa a FEL_ROOT; si es null se usa FEL_LOGO_PATH."
     )
     theme: str | None = Field(
         default=None, description="Tema de colores: azul, verde, vino, grafito o #RRGGBB; null usa FEL_THEME."
     )
     out_path: str | None = Field(
-        default=None, description="Ruta del PDF; si es null, data/out/<nombre del XML>.pdf."
+        default=None,
+        description="Ruta del PDF, relativa a FEL_ROOT; si es null, <FEL_OUTPUT_DIR>/<nombre del XML>.pdf "
+        "(por defecto out/).",
     )
 
 
@@ -50,8 +53,11 @@ class FelRenderOutput(BaseModel):
 
 class FelBatchInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    dir_xml: str = Field(description="Directorio con archivos *.xml.")
-    out_dir: str | None = Field(default=None, description="Directorio de salida (por defecto data/out).")
+    dir_xml: str = Field(description="Directorio con archivos *.xml, relativo a FEL_ROOT (p. ej. xml).")
+    out_dir: str | None = Field(
+        default=None,
+        description="Directorio de salida, relativo a FEL_ROOT (por defecto FEL_OUTPUT_DIR, out).",
+    )
 
 
 class FelBatchOutput(BaseModel):

@@ -1,10 +1,13 @@
 """Where FEL tools may read and write: only inside `settings.FEL_ROOT`.
 
-Paths are spelled as in seed 002: relative ones are read from the hub's working folder (the
-project root, `settings.BASE_DIR`), so `data/xml/factura.xml` works as written with the
-default `FEL_ROOT`; absolute ones are accepted too. Whatever the spelling, the resolved path
-must lie inside `FEL_ROOT`. The three ways out get their own message: `..`, an absolute path
-elsewhere, and a symlink whose target is outside.
+A relative path is taken inside FEL_ROOT (`xml/factura.xml` is `FEL_ROOT/xml/factura.xml`),
+wherever FEL_ROOT is (`/var/lib/homehub/fel` in a deployment). Seed 002 spells paths from the
+project folder instead (`data/xml/factura.xml`, with the default FEL_ROOT `data/`): while
+FEL_ROOT lies inside the project folder, a relative path that starts with FEL_ROOT's own name
+there (`data/`) is read from the project folder, so both spellings work. Absolute paths are
+accepted too. Whatever the spelling, the resolved path must lie inside FEL_ROOT. The three ways
+out get their own message: `..`, an absolute path elsewhere, and a symlink whose target is
+outside.
 """
 
 from __future__ import annotations
@@ -25,10 +28,29 @@ def fel_root() -> Path:
     return Path(settings.FEL_ROOT).resolve()
 
 
+def _project() -> Path:
+    return Path(settings.BASE_DIR).resolve()
+
+
+def _base_for(given: Path, root: Path) -> Path:
+    """The folder a relative path is read from: FEL_ROOT, or the project for seed 002's spelling."""
+    project = _project()
+    if root != project and root.is_relative_to(project):
+        prefix = root.relative_to(project).parts
+        if given.parts[: len(prefix)] == prefix:
+            return project
+    return root
+
+
 def display_path(path: Path) -> str:
-    """How results show a path: relative to the project root when inside it, as seed 002 does."""
+    """How results show a path, spelled so that a tool given it back finds the same file:
+    from the project folder while FEL_ROOT is inside it (seed 002's `data/out/factura.pdf`),
+    otherwise relative to FEL_ROOT (`out/factura.pdf`)."""
+    root = fel_root()
+    project = _project()
+    base = project if root.is_relative_to(project) else root
     try:
-        return str(path.relative_to(Path(settings.BASE_DIR).resolve()))
+        return str(path.relative_to(base))
     except ValueError:
         return str(path)
 
@@ -41,7 +63,7 @@ def resolve_inside_root(raw: str, what: str) -> Path:
         raise FelPathError(f"La ruta de {what} contiene un carácter nulo.")
     root = fel_root()
     given = Path(raw)
-    base = given if given.is_absolute() else Path(settings.BASE_DIR) / given
+    base = given if given.is_absolute() else _base_for(given, root) / given
     lexical = Path(os.path.normpath(base))
     if not lexical.is_relative_to(root):
         if ".." in given.parts:
@@ -58,10 +80,15 @@ def resolve_inside_root(raw: str, what: str) -> Path:
     return resolved
 
 
+def _looked_in(raw: str, path: Path) -> str:
+    """For a relative path that is not there: where it was looked for (relative to FEL_ROOT)."""
+    return "" if Path(raw).is_absolute() else f" (se buscó en {path})"
+
+
 def existing_file(raw: str, what: str) -> Path:
     path = resolve_inside_root(raw, what)
     if not path.exists():
-        raise FelPathError(f"No existe el archivo de {what}: {raw}")
+        raise FelPathError(f"No existe el archivo de {what}: {raw}{_looked_in(raw, path)}")
     if not path.is_file():
         raise FelPathError(f"La ruta de {what} «{raw}» no es un archivo.")
     if not os.access(path, os.R_OK):
@@ -72,7 +99,7 @@ def existing_file(raw: str, what: str) -> Path:
 def existing_dir(raw: str, what: str) -> Path:
     path = resolve_inside_root(raw, what)
     if not path.is_dir():
-        raise FelPathError(f"No existe la carpeta de {what}: {raw}")
+        raise FelPathError(f"No existe la carpeta de {what}: {raw}{_looked_in(raw, path)}")
     return path
 
 

@@ -108,3 +108,21 @@ def test_paths_outside_fel_root_are_refused(fel_env):
         "FEL_ROOT" in out[1]["result"]["content"][0]["text"]
         or "fuera" in out[1]["result"]["content"][0]["text"]
     )
+
+
+def test_relative_paths_resolve_against_fel_root(fel_env):
+    """Seed 002's calls with FEL_ROOT outside the project, as a deployment sets it."""
+    env, root = fel_env
+    out = printf_pipe(
+        env,
+        INIT,
+        tool_call(2, "fel_validate", {"xml_path": "xml/factura.xml"}),
+        tool_call(3, "fel_render", {"xml_path": "xml/factura.xml", "out_path": "out/factura.pdf"}),
+        tool_call(4, "fel_batch", {"dir_xml": "xml", "out_dir": "lote"}),
+    )
+    assert result_json(out[1])["ok"] is True
+    assert result_json(out[2]) == {"ok": True, "pdf_path": "out/factura.pdf"}
+    assert (root / "out/factura.pdf").read_bytes().startswith(b"%PDF")
+    batch = result_json(out[3])
+    assert (batch["count"], batch["out_dir"], batch["manifest_path"]) == (2, "lote", "lote/manifest.json")
+    assert (root / "lote" / "factura.pdf").exists()
