@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from django.conf import settings
 
+from fel.errors import FelError
 from fel.paths import existing_file, fel_root
 from fel.render import Branding, load_logo
 from fel.themes import get_theme
+from fel.typefaces import Typeface, find_typeface
+
+QR_SIZE_RANGE = (72, 180)  # points: an inch keeps SAT's URL scannable; more crowds the totals
+TOP_BAR_RANGE = (0, 72)
 
 
 def max_xml_bytes() -> int:
@@ -36,4 +42,23 @@ def branding(logo_path: str | None = None, theme: str | None = None) -> Branding
         website=settings.FEL_WEBSITE,
         phone=settings.FEL_PHONE,
         email=settings.FEL_EMAIL,
+        typeface=typeface(),
+        qr_size=_points("FEL_QR_SIZE", settings.FEL_QR_SIZE, QR_SIZE_RANGE),
+        top_bar_height=_points("FEL_TOP_BAR_HEIGHT", settings.FEL_TOP_BAR_HEIGHT, TOP_BAR_RANGE),
     )
+
+
+def typeface() -> Typeface:
+    """FEL_ACTIVE_FONT's family, from its FEL_FONT_DIR_* (relative to the project folder)."""
+    folders = {"montserrat": settings.FEL_FONT_DIR_MONTSERRAT, "robotomono": settings.FEL_FONT_DIR_ROBOTOMONO}
+    return find_typeface(
+        settings.FEL_ACTIVE_FONT,
+        {family: Path(settings.BASE_DIR) / folder for family, folder in folders.items() if folder},
+    )
+
+
+def _points(name: str, value: float, bounds: tuple[float, float]) -> float:
+    low, high = bounds
+    if not low <= value <= high:
+        raise FelError(f"{name} debe estar entre {low} y {high} puntos; vale {value:g}.")
+    return float(value)

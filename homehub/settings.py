@@ -169,6 +169,15 @@ FEL_EMAIL = os.environ.get("FEL_EMAIL", "")
 FEL_OUTPUT_DIR = os.environ.get("FEL_OUTPUT_DIR", "out")
 # Processes for fel_batch (0: one per core).
 FEL_BATCH_WORKERS = int(os.environ.get("FEL_BATCH_WORKERS", "0"))
+# Seed 002's fonts and layout. FEL_ACTIVE_FONT: montserrat or robotomono, embedded in every PDF
+# from FEL_FONT_DIR_MONTSERRAT / FEL_FONT_DIR_ROBOTOMONO (empty: the copies in fel/fonts/; a
+# relative folder is taken from the project root). FEL_QR_SIZE (72-180) and FEL_TOP_BAR_HEIGHT
+# (0-72) are in points.
+FEL_ACTIVE_FONT = os.environ.get("FEL_ACTIVE_FONT", "montserrat")
+FEL_FONT_DIR_MONTSERRAT = os.environ.get("FEL_FONT_DIR_MONTSERRAT", "")
+FEL_FONT_DIR_ROBOTOMONO = os.environ.get("FEL_FONT_DIR_ROBOTOMONO", "")
+FEL_QR_SIZE = float(os.environ.get("FEL_QR_SIZE", "96"))
+FEL_TOP_BAR_HEIGHT = float(os.environ.get("FEL_TOP_BAR_HEIGHT", "10"))
 
 # --- Auth, i18n, static -------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [

@@ -28,6 +28,9 @@ def make_root(tmp_path: Path, settings) -> Path:
     settings.FEL_WEBSITE = "www.ejemplo.gt"
     settings.FEL_PHONE = "+502 2222-3333"
     settings.FEL_EMAIL = "facturas@ejemplo.gt"
+    settings.FEL_ACTIVE_FONT = "montserrat"
+    settings.FEL_FONT_DIR_MONTSERRAT = settings.FEL_FONT_DIR_ROBOTOMONO = ""
+    settings.FEL_QR_SIZE, settings.FEL_TOP_BAR_HEIGHT = 96, 10
     settings.FEL_OUTPUT_DIR = "out"
     settings.FEL_BATCH_WORKERS = 2
     return root
