@@ -25,14 +25,14 @@ $(VENV)/.installed-dev: requirements.txt requirements-dev.txt | $(BIN)/python
 run: $(VENV)/.installed-run
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py seed_home
-	$(BIN)/python manage.py ensure_admin
+	$(BIN)/python manage.py ensure_admin --host $(HOST) --port $(PORT)
 	$(BIN)/python manage.py serve --host $(HOST) --port $(PORT)
 
 ## demo: like run, with simulated ESP32 agents (WebSocket and MQTT) and a living home climate
 demo: $(VENV)/.installed-run
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py seed_home
-	$(BIN)/python manage.py ensure_admin
+	$(BIN)/python manage.py ensure_admin --host $(HOST) --port $(PORT)
 	$(BIN)/python manage.py serve --demo --host $(HOST) --port $(PORT)
 
 ## system-deps: Debian packages the tests need (installed only when missing)

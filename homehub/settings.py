@@ -154,6 +154,14 @@ MQTT_BROADCAST_SECONDS = float(os.environ.get("MQTT_BROADCAST_SECONDS", 1.0))
 # `manage.py serve` (the README's run command) runs the worker inside the hub's process.
 MQTT_IN_PROCESS = env_bool("MQTT_IN_PROCESS", True)
 
+# --- State outside the database ------------------------------------------------------------
+# Where the hub may keep a file of its own (today: the copy of the first admin's password that
+# `ensure_admin` prints), the first writable one wins: HOMEHUB_STATE_DIR when set; otherwise
+# the project folder (development), then /var/lib/homehub (a deployment's read-only code
+# folder refuses it). An existing folder: none is created.
+HOMEHUB_STATE_DIR = os.environ.get("HOMEHUB_STATE_DIR", "")
+HOMEHUB_STATE_DIRS = [Path(HOMEHUB_STATE_DIR)] if HOMEHUB_STATE_DIR else [BASE_DIR, Path("/var/lib/homehub")]
+
 # --- FEL --------------------------------------------------------------------------------
 FEL_ROOT = Path(os.environ.get("FEL_ROOT", BASE_DIR / "data")).resolve()
 # PDF branding (seed 002 section 5); fel_render's logo_path/theme override them per call.

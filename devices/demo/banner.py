@@ -12,6 +12,7 @@ from django.contrib.auth import get_user_model
 
 from devices.demo.broker import DemoBroker
 from devices.demo.catalogue import DemoAgent
+from devices.login import kept_password_file
 from devices.models import Agent
 
 
@@ -20,11 +21,11 @@ def login() -> str:
     user = get_user_model().objects.filter(is_superuser=True).order_by("pk").first()
     if user is None:
         return "no account: run `python manage.py ensure_admin`"
-    kept = Path(settings.BASE_DIR) / ".homehub-admin-password"
+    kept = kept_password_file()
     if "HOMEHUB_ADMIN_PASSWORD" in os.environ:
         return f"{user.get_username()} / the password in $HOMEHUB_ADMIN_PASSWORD"
-    if kept.exists():
-        return f"{user.get_username()} / {kept.read_text().strip()}  (kept in {kept.name})"
+    if kept:
+        return f"{user.get_username()} / {kept.read_text().strip()}  (kept in {kept})"
     return f"{user.get_username()} / your password"
 
 

@@ -11,13 +11,12 @@ from devices.demo.agents import DemoAgents
 from devices.demo.banner import banner
 from devices.demo.catalogue import AGENTS
 from devices.demo.services import prepare
+from devices.login import local_url
 
 
 class Demo:
     def __init__(self, host: str, port: int) -> None:
-        # Listening on every interface: this machine reaches it on loopback.
-        local = "127.0.0.1" if host in {"0.0.0.0", "::", ""} else host
-        self.base = f"http://{local}:{port}"
+        self.base = local_url(host, port)
         self.broker = brokers.DemoBroker(None, "not looked for yet")
         self._agents: DemoAgents | None = None
 
