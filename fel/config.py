@@ -11,7 +11,7 @@ from fel.errors import FelError
 from fel.paths import existing_file, fel_root
 from fel.render import Branding, load_logo
 from fel.themes import get_theme
-from fel.typefaces import Typeface, find_typeface
+from fel.typefaces import FAMILIES, Typeface, find_typeface
 
 QR_SIZE_RANGE = (72, 180)  # points: an inch keeps SAT's URL scannable; more crowds the totals
 TOP_BAR_RANGE = (0, 72)
@@ -50,10 +50,10 @@ def branding(logo_path: str | None = None, theme: str | None = None) -> Branding
 
 def typeface() -> Typeface:
     """FEL_ACTIVE_FONT's family, from its FEL_FONT_DIR_* (relative to the project folder)."""
-    folders = {"montserrat": settings.FEL_FONT_DIR_MONTSERRAT, "robotomono": settings.FEL_FONT_DIR_ROBOTOMONO}
+    folders = {name: getattr(settings, family.setting) for name, family in FAMILIES.items()}
     return find_typeface(
         settings.FEL_ACTIVE_FONT,
-        {family: Path(settings.BASE_DIR) / folder for family, folder in folders.items() if folder},
+        {name: Path(settings.BASE_DIR) / folder for name, folder in folders.items() if folder},
     )
 
 
