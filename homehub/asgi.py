@@ -17,9 +17,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set u
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from devices.gateway import with_gateway  # noqa: E402
-from homehub import twisted_fixes  # noqa: E402
 from homehub.body_limit import limit_body  # noqa: E402
-from homehub.heap import freeze_startup_objects  # noqa: E402
 from homehub.routing import websocket_urlpatterns  # noqa: E402
 from mcp_endpoint.transports.http import StreamableHttpApp  # noqa: E402
 
@@ -51,9 +49,3 @@ async def application(scope, receive, send):
         await django_http_app(scope, receive, send)
     else:
         await hub_app(scope, receive, send)
-
-
-# Under daphne: Twisted's Content-Type parse, memoized (see twisted_fixes).
-twisted_fixes.apply()
-# What start-up built lives as long as the process: out of the collector's way.
-freeze_startup_objects()

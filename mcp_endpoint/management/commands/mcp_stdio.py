@@ -6,7 +6,6 @@ import sys
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from homehub.heap import freeze_startup_objects
 from mcp_endpoint.registry import SCOPES, Caller
 from mcp_endpoint.transports.simple import serve_simple
 from mcp_endpoint.transports.stdio import serve_stdio
@@ -33,6 +32,5 @@ class Command(BaseCommand):
             raise CommandError(f"unknown scope(s): {', '.join(sorted(unknown))}")
         caller = Caller(actor=f"{getpass.getuser()}@stdio", interface="mcp-stdio", scopes=granted)
         serve = serve_simple if protocol == "simple" else serve_stdio
-        freeze_startup_objects()
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(serve(caller, sys.stdin.buffer, sys.stdout.buffer, settings.MCP_MAX_MESSAGE_BYTES))
