@@ -1,7 +1,7 @@
 """HomeHub settings.
 
 Everything that differs between a laptop and a deployment comes from the environment;
-the embedded defaults need nothing installed (SQLite, in-memory channel layer).
+the embedded defaults need nothing installed (SQLite, the database channel layer).
 """
 
 import os
@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "common",
     "mcp_endpoint",
     "devices",
     "fel",
@@ -129,7 +130,11 @@ if REDIS_URL:
         }
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "homehub.channel_layers.InMemoryChannelLayer"}}
+    # Without Redis, the hub's processes (daphne, mcp_stdio, MQTT workers) reach each other
+    # through the database (common/layers.py); within a process, messages stay in memory.
+    CHANNEL_LAYERS = {
+        "default": {"BACKEND": "common.layers.DatabaseChannelLayer", "CONFIG": {"capacity": 1500}}
+    }
 
 # --- MQTT -------------------------------------------------------------------------------
 MQTT_URL = os.environ.get("MQTT_URL", "mqtt://127.0.0.1:1883")
