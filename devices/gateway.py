@@ -267,6 +267,9 @@ class DeviceGateway:
 
     async def _route(self, agent_id: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         agent = self._agents.get(agent_id)
+        if agent is None:  # the view lags the database by a feed round: ask it before saying no
+            await self.refresh([agent_id])
+            agent = self._agents.get(agent_id)
         if agent is None:
             raise ToolError(_absent_agent(agent_id, await selectors.aagent_presence(agent_id)))
         if not any(spec["name"] == tool for spec in agent["tools"]):

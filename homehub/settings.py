@@ -218,6 +218,12 @@ MCP_SSE_RETRY_MS = int(os.environ.get("MCP_SSE_RETRY_MS", 1000))
 MCP_SSE_KEEP_EVENTS = int(os.environ.get("MCP_SSE_KEEP_EVENTS", 100))
 MCP_SSE_KEEP_SECONDS = int(os.environ.get("MCP_SSE_KEEP_SECONDS", 600))
 
+# --- Audit trail ------------------------------------------------------------------------------
+# Successful read-only MCP tool calls are counted in /metrics; set to also keep each as an Event.
+AUDIT_READ_CALLS = env_bool("AUDIT_READ_CALLS", False)
+# `manage.py prune_events` (run daily by deploy/systemd) deletes events older than this.
+AUDIT_RETENTION_DAYS = int(os.environ.get("AUDIT_RETENTION_DAYS", 90))
+
 # --- ESP32 devices (/ws/devices/) ------------------------------------------------------------
 # Let devices nobody registered connect, as agents pending an admin's approval.
 DEVICES_ACCEPT_UNKNOWN = env_bool("DEVICES_ACCEPT_UNKNOWN", False)

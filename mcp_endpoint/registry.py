@@ -282,7 +282,7 @@ class ToolProvider(Protocol):
         ...
 
 
-CallObserver = Callable[[Caller, str, Any, "ToolResult", float], Awaitable[None]]
+CallObserver = Callable[[Caller, Tool, Any, ToolResult, float], Awaitable[None]]
 
 
 class ToolRegistry:
@@ -293,7 +293,8 @@ class ToolRegistry:
         self.observers: list[CallObserver] = []
 
     def add_observer(self, observer: CallObserver) -> None:
-        """`observer(caller, tool name, arguments, result, seconds)` runs after every audited call."""
+        """`observer(caller, tool, arguments, result, seconds)` runs after every call of an
+        audited caller (refused ones included), before it is answered."""
         self.observers.append(observer)
 
     def register(self, tool: Tool) -> Tool:
@@ -310,6 +311,14 @@ class ToolRegistry:
 
     def remove_provider(self, provider: ToolProvider) -> None:
         self._providers.remove(provider)
+
+    async def start(self) -> None:
+        """Start the providers that keep a live view (the device gateway): every serving process
+        calls it once its event loop runs, before it serves; again is harmless."""
+        for provider in self._providers:
+            start = getattr(provider, "start", None)
+            if start is not None:
+                await start()
 
     def list_tools(self, scopes: Iterable[str] | None = None) -> list[Tool]:
         """Every tool, in a stable order (declared ones first, then dynamic ones by name)."""
