@@ -232,7 +232,6 @@ class DeviceGateway:
                 output_model=None,
                 handler=self._handler(agent_id, tool_name),
                 input_schema=schema,
-                audits_itself=True,
             )
             self._routes[name] = (agent_id, tool_name)
             names.append(name)
@@ -254,6 +253,7 @@ class DeviceGateway:
             result = await self._route(agent_id, tool, arguments)
         except ToolError as exc:
             await self._audit(caller, agent_id, tool, arguments, started, {"ok": False, "error": exc.message})
+            exc.audited = True
             raise
         content = result.get("content")
         structured = result.get("structuredContent")
@@ -261,6 +261,7 @@ class DeviceGateway:
             content=content if isinstance(content, list) else [],
             structured=structured if isinstance(structured, dict) else None,
             is_error=bool(result.get("isError", False)),
+            audited=True,
         )
         await self._audit(caller, agent_id, tool, arguments, started, {"ok": not outcome.is_error})
         return outcome

@@ -11,12 +11,15 @@ reached through `sync_to_async`.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import timedelta
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import transaction
 from django.db.models import Model
+from django.utils import timezone
 
+from common.pruning import delete_in_chunks
 from devices import agent_channels, home_state
 from devices.broadcast import announce_change
 from devices.errors import LightNotFound, PersonNotFound
@@ -53,6 +56,11 @@ def record_event(
             }
         )
     return event
+
+
+def prune_events(older_than: timedelta) -> int:
+    """Delete audit events older than `older_than`, in short transactions; how many."""
+    return delete_in_chunks(Event.objects.filter(at__lt=timezone.now() - older_than))
 
 
 def _switch(row: Light | Alarm | Person, field: str, value: bool, *, actor: str, interface: str) -> None:

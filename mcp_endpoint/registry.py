@@ -107,10 +107,13 @@ class ToolError(Exception):
     error output is an object, like seed 000's `{"ok": false, "error": ...}`).
     """
 
-    def __init__(self, message: str, structured: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, message: str, structured: dict[str, Any] | None = None, *, audited: bool = False
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.structured = structured
+        self.audited = audited  # as `ToolResult.audited`
 
 
 class ClientRequestError(ToolError):
@@ -125,6 +128,9 @@ class ToolResult:
     is_error: bool = False
     text: str | None = None  # defaults to the JSON of `structured`
     content: list[dict[str, Any]] | None = None  # full MCP content, for pass-through tools
+    # The tool recorded this call itself (the device gateway's `agent.call` events, with the
+    # device's outcome), so the registry's call observers leave it out.
+    audited: bool = False
 
     def as_mcp(self) -> dict[str, Any]:
         if self.content is not None:
@@ -190,9 +196,6 @@ class Tool:
     input_schema: dict[str, Any] = field(default_factory=dict)
     output_schema: dict[str, Any] | None = None
     meta: dict[str, Any] | None = None
-    # The tool records its own calls (the device gateway audits each as `agent.call`, with
-    # the device's outcome), so the registry's call observers leave it out.
-    audits_itself: bool = False
 
     def __post_init__(self) -> None:
         if not TOOL_NAME_RE.match(self.name):
@@ -367,7 +370,6 @@ def tool(
     destructive: bool = False,
     idempotent: bool = False,
     open_world: bool = False,
-    audits_itself: bool = False,
     target: ToolRegistry | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare a tool. The input model is the type of the first parameter, the output
@@ -396,7 +398,6 @@ def tool(
                 handler=func,
                 title=title,
                 annotations=annotations,
-                audits_itself=audits_itself,
             )
         )
         return func

@@ -476,7 +476,7 @@ class ServerSession(ClientRequests, ResourceMethods):
         else:
             result = "error" if outcome.is_error else "ok"
             metrics.record_call(name, result, self.caller.interface, elapsed)
-        if not (tool.audits_itself and retry_after is None):
+        if not outcome.audited:
             await self._audit(tool, arguments, outcome, elapsed)
         return outcome.as_mcp()
 
@@ -545,7 +545,9 @@ async def run_tool(tool, arguments: Any, ctx: ToolContext) -> ToolResult:
     try:
         return await tool.call(arguments, ctx)
     except ToolError as exc:
-        return ToolResult(structured=exc.structured, is_error=True, text=_error_text(exc))
+        return ToolResult(
+            structured=exc.structured, is_error=True, text=_error_text(exc), audited=exc.audited
+        )
     except (asyncio.CancelledError, InputRequired):
         raise
     except Exception:
