@@ -267,8 +267,11 @@ class DeviceGateway:
         return outcome
 
     async def _route(self, agent_id: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        serve = agent_channels.local_devices.get(agent_id)
         agent = self._agents.get(agent_id)
-        if agent is None:  # the view lags the database by a feed round: ask it before saying no
+        if serve is None or agent is None:
+            # Not connected here: the view may lag the database by a feed round, so ask it, as
+            # list_agents does (online or not), before routing the call or refusing it.
             await self.refresh([agent_id])
             agent = self._agents.get(agent_id)
         if agent is None:
@@ -277,7 +280,6 @@ class DeviceGateway:
             known = ", ".join(spec["name"] for spec in agent["tools"]) or "none"
             raise ToolError(f"Agent '{agent_id}' has no tool '{tool}'. Its tools: {known}.")
         timeout = agent["call_timeout"]
-        serve = agent_channels.local_devices.get(agent_id)
         if serve is not None:
             reply = await serve(tool, arguments, timeout)
             if "result" in reply:
