@@ -42,6 +42,12 @@ def test_seed_home_reset_switches_everything_back(home):
     services.seed_home(reset=True)
     assert selectors.get_all_states()["lights"]["salon"] is False
     assert selectors.get_alarm_status() == {"armed": False}
+    audited = Event.objects.filter(actor="seed_home", interface="system").order_by("id")
+    assert [(e.action, e.target, e.before, e.after) for e in audited][-3:] == [
+        ("light.set", "light:salon", {"on": True}, {"on": False}),
+        ("alarm.set", "alarm", {"armed": True}, {"armed": False}),
+        ("home.seed", "home", None, {"created": {"lights": 0, "people": 0, "alarm": 0}, "reset": True}),
+    ]
 
 
 def test_selectors_have_seed_000_shapes(home):
@@ -195,3 +201,24 @@ def test_rejected_messages_are_bounded_oldest_first(db):
     assert sorted(RejectedMessage.objects.values_list("topic", flat=True)) == sorted(
         f"office/t/{i}" for i in range(20, 30)
     )
+
+
+def test_prune_events_deletes_only_events_past_the_retention(home, settings, capsys):
+    from datetime import timedelta
+
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    settings.AUDIT_RETENTION_DAYS = 30
+    for days in (40, 31, 29, 1):
+        event = services.record_event(actor="t", interface="system", action="old.thing", target=f"{days}")
+        Event.objects.filter(pk=event.pk).update(at=timezone.now() - timedelta(days=days))
+    kept = Event.objects.exclude(action="old.thing").count()
+    call_command("prune_events")
+    assert "Deleted 2 audit events" in capsys.readouterr().out
+    assert sorted(Event.objects.filter(action="old.thing").values_list("target", flat=True)) == ["1", "29"]
+    call_command("prune_events", "--older-than", "2d")
+    assert list(Event.objects.filter(action="old.thing").values_list("target", flat=True)) == ["1"]
+    assert Event.objects.exclude(action="old.thing").count() == kept  # the seed's, just written
+    with pytest.raises(CommandError):
+        call_command("prune_events", "--older-than", "soon")
