@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from argparse import ArgumentTypeError
 from datetime import timedelta
 
+from django.core.management.base import CommandError
 from django.db import transaction
 from django.db.models import QuerySet
 
@@ -26,8 +26,8 @@ def delete_in_chunks(rows: QuerySet, chunk: int = CHUNK) -> int:
 
 
 def parse_age(text: str) -> timedelta:
-    """`30d`, `12h`, `2w`, `45m` as a timedelta: a command argument's `type`."""
+    """A command's age argument (`30d`, `12h`, `2w`, `45m`) as a timedelta."""
     match = re.fullmatch(r"\s*(\d+)\s*([wdhm])\s*", text)
     if not match:
-        raise ArgumentTypeError(f"an age is a number and a unit (w, d, h, m), e.g. 30d, not {text!r}")
+        raise CommandError(f"an age is a number and a unit (w, d, h, m), e.g. 30d, not {text!r}")
     return timedelta(**{UNITS[match.group(2)]: int(match.group(1))})

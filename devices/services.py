@@ -63,48 +63,58 @@ def prune_events(older_than: timedelta) -> int:
     return delete_in_chunks(Event.objects.filter(at__lt=timezone.now() - older_than))
 
 
-def _switch(row: Light | Alarm | Person, field: str, value: bool, *, actor: str, interface: str) -> None:
-    """Set a locked row's flag, with its audit event and announcement."""
-    kind = type(row)._meta.model_name
-    name = getattr(row, "name", None)
-    before = getattr(row, field)
-    setattr(row, field, value)
-    row.save(update_fields=[field, "updated_at"])
+def _switch(
+    model: type[Light | Alarm | Person], key: dict[str, Any], field: str, value: bool, **who: str
+) -> bool:
+    """Set `field` of the row matching `key` to `value`, with its audit event and announcement;
+    False when no row matches. One UPDATE where the value differs (the usual case), which also
+    tells what it was before, whatever other writers do meanwhile; only an UPDATE that changed
+    nothing is followed by a query telling a row already so from a missing one."""
+    rows = model.objects.filter(**key)
+    if rows.filter(**{field: not value}).update(**{field: value, "updated_at": timezone.now()}):
+        before = not value
+    elif rows.exists():
+        before = value
+    else:
+        return False
+    kind = model._meta.model_name
+    name = key.get("name")
     record_event(
-        actor=actor,
-        interface=interface,
         action=f"{kind}.set",
         target=f"{kind}:{name}" if name else kind,
         before={field: before},
         after={field: value},
         broadcast={"kind": kind, **({"name": name} if name else {}), field: value},
+        **who,
     )
+    return True
 
 
-def set_light_state(name: str, on: bool, *, actor: str, interface: str) -> Light:
+def set_light_state(name: str, on: bool, *, actor: str, interface: str) -> None:
+    # No row has a name no database can store (PostgreSQL refuses to even look).
     with transaction.atomic():
-        # No row has a name no database can store (PostgreSQL refuses to even look).
-        light = Light.objects.select_for_update().filter(name=name).first() if is_storable(name) else None
-        if light is None:
+        if not (
+            is_storable(name)
+            and _switch(Light, {"name": name}, "on", bool(on), actor=actor, interface=interface)
+        ):
             raise LightNotFound(name)
-        _switch(light, "on", bool(on), actor=actor, interface=interface)
-    return light
 
 
-def set_alarm_state(armed: bool, *, actor: str, interface: str) -> Alarm:
+def set_alarm_state(armed: bool, *, actor: str, interface: str) -> None:
     with transaction.atomic():
-        alarm, _ = Alarm.objects.select_for_update().get_or_create(pk=Alarm.SINGLETON_PK)
-        _switch(alarm, "armed", bool(armed), actor=actor, interface=interface)
-    return alarm
+        key = {"pk": Alarm.SINGLETON_PK}
+        if not _switch(Alarm, key, "armed", bool(armed), actor=actor, interface=interface):
+            Alarm.objects.get_or_create(**key)  # first use
+            _switch(Alarm, key, "armed", bool(armed), actor=actor, interface=interface)
 
 
-def set_person_presence(name: str, present: bool, *, actor: str, interface: str) -> Person:
+def set_person_presence(name: str, present: bool, *, actor: str, interface: str) -> None:
     with transaction.atomic():
-        person = Person.objects.select_for_update().filter(name=name).first() if is_storable(name) else None
-        if person is None:
+        if not (
+            is_storable(name)
+            and _switch(Person, {"name": name}, "present", bool(present), actor=actor, interface=interface)
+        ):
             raise PersonNotFound(name)
-        _switch(person, "present", bool(present), actor=actor, interface=interface)
-    return person
 
 
 aset_light_state = sync_to_async(set_light_state)
@@ -129,20 +139,20 @@ def seed_home(*, reset: bool = False) -> dict[str, int]:
             )
             created["lights"] += new
             if reset and light.on:
-                _switch(light, "on", False, **system)
+                _switch(Light, {"name": name}, "on", False, **system)
         for name in PEOPLE:
             person, new = Person.objects.select_for_update().get_or_create(
                 name=name, defaults={"present": False}
             )
             created["people"] += new
             if reset and person.present:
-                _switch(person, "present", False, **system)
+                _switch(Person, {"name": name}, "present", False, **system)
         alarm, new = Alarm.objects.select_for_update().get_or_create(
             pk=Alarm.SINGLETON_PK, defaults={"armed": False}
         )
         created["alarm"] += new
         if reset and alarm.armed:
-            _switch(alarm, "armed", False, **system)
+            _switch(Alarm, {"pk": Alarm.SINGLETON_PK}, "armed", False, **system)
         if reset or any(created.values()):
             record_event(
                 action="home.seed",

@@ -58,7 +58,10 @@ def _end_pending_tasks() -> None:
     """Daphne stops its event loop with tasks still pending (listeners, calls in flight). They
     are cancelled and run to their end here, before the interpreter tears its modules down:
     finalizing such a coroutine then crashed CPython 3.11 (a segmentation fault at SIGTERM)."""
-    loop = asyncio.get_event_loop_policy().get_event_loop()
+    try:
+        loop = asyncio.get_event_loop_policy().get_event_loop()
+    except RuntimeError:  # this thread never had one: not served by daphne
+        return
     if loop.is_closed() or loop.is_running():
         return
     pending = asyncio.all_tasks(loop)

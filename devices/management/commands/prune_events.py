@@ -14,11 +14,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument(
             "--older-than",
-            type=parse_age,
             default=f"{settings.AUDIT_RETENTION_DAYS}d",
             help="e.g. 90d, 12w (default: AUDIT_RETENTION_DAYS days, %(default)s)",
         )
 
     def handle(self, *args, older_than, **options):
-        deleted = prune_events(older_than)
+        deleted = prune_events(parse_age(older_than))
         self.stdout.write(f"Deleted {deleted} audit events older than {older_than}.")

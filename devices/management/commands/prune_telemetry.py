@@ -10,8 +10,8 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--older-than", required=True, type=parse_age, help="e.g. 30d, 12h, 2w")
+        parser.add_argument("--older-than", required=True, help="e.g. 30d, 12h, 2w")
 
     def handle(self, *args, older_than, **options):
-        deleted = prune_telemetry(older_than)
+        deleted = prune_telemetry(parse_age(older_than))
         self.stdout.write(f"Deleted {deleted} readings older than {older_than}.")

@@ -11,8 +11,8 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--grace", default="1d", type=parse_age, help="e.g. 1d (the default), 12h, 2w")
+        parser.add_argument("--grace", default="1d", help="e.g. 1d (the default), 12h, 2w")
 
     def handle(self, *args, grace, **options):
-        deleted = purge(grace)
+        deleted = purge(parse_age(grace))
         self.stdout.write(f"Deleted {deleted} MCP sessions ended or expired more than {grace} ago.")
