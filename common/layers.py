@@ -174,7 +174,10 @@ class DatabaseChannelLayer(BaseChannelLayer):
         self._groups.clear()
 
     async def close(self) -> None:
-        pass
+        """Stop hearing the others: what waits is written and the process leaves the registry."""
+        feed, self._feed = self._feed, None
+        if feed is not None:
+            await asyncio.to_thread(feed.stop)
 
     # --- from sync code --------------------------------------------------------------------
 
@@ -318,10 +321,14 @@ class _Feed(threading.Thread):
             self.listening = True
             self.wake.set()
 
+    def fresh_seconds(self) -> float:
+        """How old the last read may be while this process still counts as hearing the others."""
+        return max(1.0, 20 * self.layer.poll_seconds)
+
     def epoch(self) -> int | None:
         since, now = self.healthy_since, time.monotonic()
         settled = since is not None and now - since > REGISTRY_SECONDS + self.layer.poll_seconds
-        fresh = now - self.last_read < max(1.0, 20 * self.layer.poll_seconds)
+        fresh = now - self.last_read < self.fresh_seconds()
         return self.missed if settled and fresh else None
 
     def stop(self) -> None:
@@ -413,6 +420,8 @@ class _Feed(threading.Thread):
             .values_list("id", "origin", "group", "channel", "message")[:READ_LIMIT]
         )
         now = time.monotonic()
+        if now - self.last_read > self.fresh_seconds():
+            self.missed += 1  # stalled (or the first read): what was kept before is not trusted
         self.last_read = now
         deliveries = []
         for row_id, origin, group, channel, message in rows:

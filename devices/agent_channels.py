@@ -23,8 +23,7 @@ logger = logging.getLogger(__name__)
 AGENT_CHANGES_GROUP = "devices.agents.changed"
 
 # Devices connected to this process: agent id -> `serve(tool, arguments, timeout)`, which
-# returns the reply a remote caller would get. Calls to them skip the channel layer (the
-# in-memory layer scans every channel on each operation: slow with thousands of sockets).
+# returns the reply a remote caller would get. Calls to them skip the channel layer.
 local_devices: dict[str, Callable[[str, dict[str, Any], float], Awaitable[dict[str, Any]]]] = {}
 
 # Message types (Channels maps "agent.call" to the consumer method `agent_call`).

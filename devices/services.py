@@ -90,14 +90,16 @@ def _switch(
     return True
 
 
-def set_light_state(name: str, on: bool, *, actor: str, interface: str) -> None:
-    # No row has a name no database can store (PostgreSQL refuses to even look).
+def _switch_named(model: type[Light | Person], name: str, field: str, value: bool, **who: str) -> None:
+    """`_switch` the named light or person in a transaction of its own; HomeError if unknown."""
     with transaction.atomic():
-        if not (
-            is_storable(name)
-            and _switch(Light, {"name": name}, "on", bool(on), actor=actor, interface=interface)
-        ):
-            raise LightNotFound(name)
+        # No row has a name no database can store (PostgreSQL refuses to even look).
+        if not (is_storable(name) and _switch(model, {"name": name}, field, bool(value), **who)):
+            raise LightNotFound(name) if model is Light else PersonNotFound(name)
+
+
+def set_light_state(name: str, on: bool, *, actor: str, interface: str) -> None:
+    _switch_named(Light, name, "on", on, actor=actor, interface=interface)
 
 
 def set_alarm_state(armed: bool, *, actor: str, interface: str) -> None:
@@ -109,12 +111,7 @@ def set_alarm_state(armed: bool, *, actor: str, interface: str) -> None:
 
 
 def set_person_presence(name: str, present: bool, *, actor: str, interface: str) -> None:
-    with transaction.atomic():
-        if not (
-            is_storable(name)
-            and _switch(Person, {"name": name}, "present", bool(present), actor=actor, interface=interface)
-        ):
-            raise PersonNotFound(name)
+    _switch_named(Person, name, "present", present, actor=actor, interface=interface)
 
 
 aset_light_state = sync_to_async(set_light_state)
