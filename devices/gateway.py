@@ -107,6 +107,11 @@ class DeviceGateway:
 
     # --- the view of online agents ---------------------------------------------------------
 
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop the gateway serves on (the process's, once started)."""
+        return self._loop
+
     def tools(self) -> Iterable[Tool]:
         return self._tools.values()
 

@@ -1,12 +1,15 @@
-"""SIGTERM under device and MCP traffic ends `manage.py serve` within seconds, every time (issue 15
-found 1 hang in 11: a thread announcing a device's disconnect waited for the stopped event
-loop), and leaves nothing stale: the device is offline and the process's live gauges gone."""
+"""SIGTERM under device, MCP and REST traffic ends `manage.py serve` within seconds, every time
+(issue 15 found 1 hang in 11: a thread announcing a device's disconnect waited for the stopped
+event loop), with exit code 0, and leaves nothing stale: the device is offline and the
+process's live gauges gone."""
 
 import asyncio
 import contextlib
 import signal
+import subprocess
 import time
 
+import httpx
 import pytest
 from asgiref.sync import async_to_sync
 from websockets.exceptions import ConnectionClosed
@@ -30,6 +33,15 @@ async def _keep_calling(llm: LlmSession, name: str, arguments: dict) -> None:
             await llm.call(name, arguments)
 
 
+async def _keep_calling_over_rest(base: str, token: str) -> None:
+    """Device calls through the REST API: a sync view waiting in async_to_sync for the loop."""
+    url = f"{base}/api/agents/{MAC}/tools/self.audio_speaker.set_volume/call"
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=10) as http:
+        with contextlib.suppress(httpx.HTTPError):
+            while True:
+                await http.post(url, json={"arguments": {"volume": 20}})
+
+
 async def _offers(llm: LlmSession) -> bool:
     return VOLUME in await llm.tool_names()
 
@@ -50,7 +62,7 @@ def test_sigterm_under_traffic_always_ends_quickly_and_leaves_nothing_stale(live
     stopped_in = []
 
     async def round_under_traffic() -> float:
-        device = SimulatedDevice(device_url(hub.base), MAC, device_token)
+        device = SimulatedDevice(device_url(hub.base), MAC, device_token, reply_delay=0.05)
         await device.connect()
         async with LlmSession(hub.base, token) as llm:
             await eventually(lambda: _offers(llm), 10)
@@ -58,12 +70,18 @@ def test_sigterm_under_traffic_always_ends_quickly_and_leaves_nothing_stale(live
                 asyncio.ensure_future(_keep_calling(llm, VOLUME, {"volume": 10})),
                 asyncio.ensure_future(_keep_calling(llm, "set_light_state", {"name": "salon", "on": True})),
                 asyncio.ensure_future(_keep_calling(llm, "get_all_states", {})),
+                *(asyncio.ensure_future(_keep_calling_over_rest(hub.base, token)) for _ in range(3)),
             ]
             await asyncio.sleep(0.3)
             assert hub.proc is not None
             started = time.monotonic()
             hub.proc.send_signal(signal.SIGTERM)
-            await asyncio.to_thread(hub.proc.wait, 20)
+            try:
+                await asyncio.to_thread(hub.proc.wait, 20)
+            except subprocess.TimeoutExpired:  # hung: SIGABRT makes PYTHONFAULTHANDLER show where
+                hub.proc.send_signal(signal.SIGABRT)
+                await asyncio.to_thread(hub.proc.wait, 10)
+                raise AssertionError(hub.output()[-10000:]) from None
             took = time.monotonic() - started
             for task in traffic:
                 task.cancel()
