@@ -70,10 +70,11 @@ def _switch(
     False when no row matches. One UPDATE where the value differs (the usual case), which also
     tells what it was before, whatever other writers do meanwhile; only an UPDATE that changed
     nothing is followed by a query telling a row already so from a missing one."""
-    rows = model.objects.filter(**key)
-    if rows.filter(**{field: not value}).update(**{field: value, "updated_at": timezone.now()}):
+    if model.objects.filter(**key, **{field: not value}).update(
+        **{field: value, "updated_at": timezone.now()}
+    ):
         before = not value
-    elif rows.exists():
+    elif model.objects.filter(**key).exists():
         before = value
     else:
         return False
