@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import ROOT, arguments_for, create_token, jsonrpc_request, machine, prepare_homehub
+from harness import ROOT, arguments_for, create_token, jsonrpc_request, machine, prepare_homehub
 
 SCENARIOS = ["get_all_states", "set_light_state"]
 SIDES = ["homehub", "sdk"]

@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import Any
 
 import websockets
-from common import (
+from harness import (
     PROTOCOL_VERSION,
     ROOT,
     ProtocolFailure,

@@ -47,7 +47,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from common import ROOT, Mosquitto, cpu_seconds, create_database, start_py_spy
+from harness import ROOT, Mosquitto, cpu_seconds, create_database, start_py_spy
 
 sys.path.insert(0, str(ROOT))
 

@@ -62,7 +62,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from common import PROTOCOL_VERSION, ROOT, Mosquitto, create_database, free_port, machine, rss_mib
+from harness import PROTOCOL_VERSION, ROOT, Mosquitto, create_database, free_port, machine, rss_mib
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 

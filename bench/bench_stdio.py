@@ -37,7 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from common import (
+from harness import (
     PROTOCOL_VERSION,
     ROOT,
     Arguments,

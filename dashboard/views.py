@@ -61,23 +61,24 @@ def home(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _change(request: HttpRequest, field: str, write) -> HttpResponse:
+def _change(request: HttpRequest, name: str, field: str, write) -> HttpResponse:
     """Run one home write from a form; answer JSON (fetch) or redirect home (plain form)."""
+    value = _flag(request.POST.get(field))
     try:
-        row = write(_flag(request.POST.get(field)), actor=_actor(request), interface=DASHBOARD)
+        write(value, actor=_actor(request), interface=DASHBOARD)
     except HomeError as exc:
         if _wants_json(request):
             return JsonResponse({"error": str(exc)}, status=404)
         raise Http404(str(exc)) from None
     if _wants_json(request):
-        return JsonResponse({"name": row.name, field: getattr(row, field)})
+        return JsonResponse({"name": name, field: value})
     return redirect("dashboard:home")
 
 
 @require_POST
 @login_required
 def switch_light(request: HttpRequest, name: str) -> HttpResponse:
-    return _change(request, "on", lambda value, **who: services.set_light_state(name, value, **who))
+    return _change(request, name, "on", lambda value, **who: services.set_light_state(name, value, **who))
 
 
 def set_alarm(request: HttpRequest) -> HttpResponse:
@@ -92,10 +93,10 @@ def set_alarm(request: HttpRequest) -> HttpResponse:
         if _wants_json(request):
             return JsonResponse({"error": "Disarming needs confirmation (confirm=yes)."}, status=400)
         return redirect("dashboard:alarm")
-    alarm = services.set_alarm_state(armed, actor=_actor(request), interface=DASHBOARD)
+    services.set_alarm_state(armed, actor=_actor(request), interface=DASHBOARD)
     if _wants_json(request):
-        return JsonResponse({"armed": alarm.armed})
-    messages.success(request, "Alarm armed." if alarm.armed else "Alarm disarmed.")
+        return JsonResponse({"armed": armed})
+    messages.success(request, "Alarm armed." if armed else "Alarm disarmed.")
     return redirect("dashboard:home")
 
 
@@ -105,7 +106,9 @@ set_alarm = login_required(set_alarm)
 @require_POST
 @login_required
 def set_presence(request: HttpRequest, name: str) -> HttpResponse:
-    return _change(request, "present", lambda value, **who: services.set_person_presence(name, value, **who))
+    return _change(
+        request, name, "present", lambda value, **who: services.set_person_presence(name, value, **who)
+    )
 
 
 # --- sensors ---------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """Admin for the home. State changes (lights, alarm, presence) happen only through actions
-that call the services, so every change made here is audited with interface `admin`."""
+that call the services, and lights, people and agents are added, edited and deleted through
+them too, so every change made here is audited with interface `admin`."""
 
 from django.contrib import admin, messages
 
@@ -20,8 +21,27 @@ from devices.models import (
 ADMIN = Event.Interface.ADMIN
 
 
+class AuditedAdmin(admin.ModelAdmin):
+    """Adds, edits and deletes go through the services, each with its audit event."""
+
+    def save_model(self, request, obj, form, change):
+        services.save_row(
+            obj,
+            fields=form.changed_data,
+            initial=form.initial,
+            created=not change,
+            actor=request.user.get_username(),
+        )
+
+    def delete_model(self, request, obj):
+        services.delete_rows([obj], actor=request.user.get_username())
+
+    def delete_queryset(self, request, queryset):
+        services.delete_rows(queryset, actor=request.user.get_username())
+
+
 @admin.register(Light)
-class LightAdmin(admin.ModelAdmin):
+class LightAdmin(AuditedAdmin):
     list_display = ["name", "label", "room", "on", "updated_at"]
     list_filter = ["on", "room"]
     search_fields = ["name", "label", "room"]
@@ -72,7 +92,7 @@ class AlarmAdmin(admin.ModelAdmin):
 
 
 @admin.register(Person)
-class PersonAdmin(admin.ModelAdmin):
+class PersonAdmin(AuditedAdmin):
     list_display = ["name", "present", "updated_at"]
     list_filter = ["present"]
     search_fields = ["name"]
@@ -109,7 +129,7 @@ class AgentToolInline(admin.TabularInline):
 
 
 @admin.register(Agent)
-class AgentAdmin(admin.ModelAdmin):
+class AgentAdmin(AuditedAdmin):
     list_display = ["agent_id", "name", "transport", "approved", "online", "last_seen"]
     list_filter = ["transport", "approved", "online"]
     search_fields = ["agent_id", "name"]

@@ -6,6 +6,8 @@ device's socket and audits it; this module only adapts its outcome for people an
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -13,6 +15,8 @@ from asgiref.sync import async_to_sync
 from devices.gateway import gateway
 from devices.selectors import aagent_presence
 from mcp_endpoint.registry import Caller, ToolError
+
+STOP_CHECK_SECONDS = 0.25  # how often a waiting thread checks that the serving loop still runs
 
 
 class AgentCallError(Exception):
@@ -47,7 +51,24 @@ async def acall_agent_tool(
 def call_agent_tool(
     agent_id: str, tool: str, arguments: dict[str, Any], *, actor: str, interface: str
 ) -> dict[str, Any]:
-    return async_to_sync(acall_agent_tool)(agent_id, tool, arguments, actor=actor, interface=interface)
+    """From sync code (the REST and dashboard views, in Django's threads). Under a server the
+    call runs on the loop that serves the devices, and this thread waits for it only while
+    that loop runs: a server stopping (SIGTERM) never leaves it waiting for ever, which would
+    keep the process from exiting. Without a serving loop (a command, the test client), on a
+    loop of its own."""
+    loop = gateway.loop
+    if loop is None or loop.is_closed():
+        return async_to_sync(acall_agent_tool)(agent_id, tool, arguments, actor=actor, interface=interface)
+    future = asyncio.run_coroutine_threadsafe(
+        acall_agent_tool(agent_id, tool, arguments, actor=actor, interface=interface), loop
+    )
+    while True:
+        try:
+            return future.result(timeout=STOP_CHECK_SECONDS)
+        except concurrent.futures.TimeoutError:
+            if not loop.is_running():
+                future.cancel()
+                raise AgentCallError("The hub is stopping: try again in a moment.", 503) from None
 
 
 __all__ = ["AgentCallError", "acall_agent_tool", "call_agent_tool"]

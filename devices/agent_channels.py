@@ -15,10 +15,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
-from django.db import transaction
-
+from common.feed import announce
 from mcp_endpoint.client import ConnectionLost, McpClient, RemoteError, RequestTimeout
 
 logger = logging.getLogger(__name__)
@@ -26,8 +23,7 @@ logger = logging.getLogger(__name__)
 AGENT_CHANGES_GROUP = "devices.agents.changed"
 
 # Devices connected to this process: agent id -> `serve(tool, arguments, timeout)`, which
-# returns the reply a remote caller would get. Calls to them skip the channel layer (the
-# in-memory layer scans every channel on each operation: slow with thousands of sockets).
+# returns the reply a remote caller would get. Calls to them skip the channel layer.
 local_devices: dict[str, Callable[[str, dict[str, Any], float], Awaitable[dict[str, Any]]]] = {}
 
 # Message types (Channels maps "agent.call" to the consumer method `agent_call`).
@@ -44,24 +40,14 @@ def agent_group(agent_id: str) -> str:
     return "agent." + hashlib.sha256(agent_id.encode()).hexdigest()[:32]
 
 
-def _group_send(group: str, message: dict[str, Any]) -> None:
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    try:
-        async_to_sync(layer.group_send)(group, message)
-    except Exception:  # a dead Redis must not undo a committed change
-        logger.exception("could not send %s to %s", message.get("type"), group)
-
-
 def announce_agent_change_on_commit(agent_id: str) -> None:
     """After commit, tell every process that this agent's tools or presence changed."""
-    transaction.on_commit(lambda: _group_send(AGENT_CHANGES_GROUP, {"type": CHANGED, "agent_id": agent_id}))
+    announce(AGENT_CHANGES_GROUP, {"type": CHANGED, "agent_id": agent_id})
 
 
 def tell_agent_on_commit(agent_id: str, message_type: str) -> None:
     """After commit, send a control message (such as `APPROVED`) to the agent's connection."""
-    transaction.on_commit(lambda: _group_send(agent_group(agent_id), {"type": message_type}))
+    announce(agent_group(agent_id), {"type": message_type})
 
 
 async def call_reply(

@@ -14,11 +14,11 @@ from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.db import transaction
 from django.utils import timezone
 
 from devices import agent_channels
-from devices.broadcast import deferred
 from devices.models import Agent, AgentTool, Event
 from devices.services import record_event
 from devices.storable import bounded_json, storable_json, storable_text
@@ -285,14 +285,14 @@ def record_agent_call(
     )
 
 
-aadmit_device = deferred(admit_device)
-aagent_connected = deferred(agent_connected)
-aagent_discovered = deferred(agent_discovered)
-aagent_disconnected = deferred(agent_disconnected)
-amqtt_agent_announced = deferred(mqtt_agent_announced)
-aagent_discovery_failed = deferred(agent_discovery_failed)
-amqtt_sessions_ended = deferred(mqtt_sessions_ended)
-atouch_agents = deferred(touch_agents)
-aend_silent_sessions = deferred(end_silent_sessions)
-arecord_agent_notification = deferred(record_agent_notification)
-arecord_agent_call = deferred(record_agent_call)
+aadmit_device = sync_to_async(admit_device)
+aagent_connected = sync_to_async(agent_connected)
+aagent_discovered = sync_to_async(agent_discovered)
+aagent_disconnected = sync_to_async(agent_disconnected)
+amqtt_agent_announced = sync_to_async(mqtt_agent_announced)
+aagent_discovery_failed = sync_to_async(agent_discovery_failed)
+amqtt_sessions_ended = sync_to_async(mqtt_sessions_ended)
+atouch_agents = sync_to_async(touch_agents)
+aend_silent_sessions = sync_to_async(end_silent_sessions)
+arecord_agent_notification = sync_to_async(record_agent_notification)
+arecord_agent_call = sync_to_async(record_agent_call)

@@ -1,83 +1,41 @@
-"""Pushes home changes to the channel layer, where the dashboard and MCP sessions listen.
+"""The home's changes on the channel layer's `home` group, where every hub process's dashboard
+sockets, MCP sessions, MQTT state-out and home-state copy listen (message type `home.event`).
 
-Sync callers broadcast once their transaction commits. Async callers (MCP tools, consumers)
-use `deferred()`: the write runs in Django's sync thread with its broadcasts held back, and
-they are sent from the event loop afterwards, so the database thread never waits on the
-channel layer.
+Services announce a change inside its transaction (`announce_change`): it goes out when the
+transaction commits, never for a rollback, and the committing thread never waits for it.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
-import threading
-from collections.abc import Awaitable, Callable
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
-from asgiref.sync import async_to_sync, sync_to_async
 from channels.layers import get_channel_layer
-from django.db import transaction
+
+from common.feed import announce
 
 logger = logging.getLogger(__name__)
 
 HOME_GROUP = "home"
-P = ParamSpec("P")
-R = TypeVar("R")
-
-_held = threading.local()
 
 
 def _message(event: dict[str, Any]) -> dict[str, Any]:
     return {"type": "home.event", "event": event}
 
 
-def send_home_event(event: dict[str, Any]) -> None:
-    """Send `event` to the home group now (message type `home.event`)."""
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    try:
-        async_to_sync(layer.group_send)(HOME_GROUP, _message(event))
-    except Exception:  # a dead Redis must not undo a committed change
-        logger.exception("could not broadcast home event %s", event.get("action"))
+def announce_change(event: dict[str, Any]) -> None:
+    """Send `event` to every process's home group once the current transaction commits (at
+    once outside one)."""
+    announce(HOME_GROUP, _message(event))
 
 
 async def asend_home_event(event: dict[str, Any]) -> None:
+    """From the event loop: send `event` to the home group now (the MQTT worker's live sensor
+    values, announced after their batches committed)."""
     layer = get_channel_layer()
     if layer is None:
         return
     try:
         await layer.group_send(HOME_GROUP, _message(event))
-    except Exception:
-        logger.exception("could not broadcast home event %s", event.get("action"))
-
-
-def broadcast_on_commit(event: dict[str, Any]) -> None:
-    """Broadcast `event` once the surrounding transaction commits (never for a rollback)."""
-    held = getattr(_held, "events", None)
-    if held is not None:
-        transaction.on_commit(lambda: held.append(event))
-    else:
-        transaction.on_commit(lambda: send_home_event(event))
-
-
-def _run_holding(func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> tuple[R, list[dict[str, Any]]]:
-    _held.events = events = []
-    try:
-        return func(*args, **kwargs), events
-    finally:
-        _held.events = None
-
-
-def deferred(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
-    """The async twin of a sync service: same write, broadcasts sent from the event loop."""
-    run = sync_to_async(_run_holding)
-
-    @functools.wraps(func)
-    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        result, events = await run(func, *args, **kwargs)
-        for event in events:
-            await asend_home_event(event)
-        return result
-
-    return wrapper
+    except Exception:  # a dead Redis must not stop the worker
+        logger.exception("could not broadcast home event %s", event.get("kind"))

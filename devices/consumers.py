@@ -12,6 +12,7 @@ and are ignored, as are frames that are too large or not JSON.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import json
 import logging
@@ -48,6 +49,21 @@ def _spawn(coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
     _tasks.add(task)
     task.add_done_callback(_tasks.discard)
     return task
+
+
+# Devices that said hello here and have not disconnected: (agent id, session id).
+_connected: set[tuple[str, str]] = set()
+
+
+@atexit.register
+def _devices_gone() -> None:
+    """A stopping server (daphne at SIGTERM) ends its connections without their disconnect:
+    this process's devices go offline as it exits, not when another process notices."""
+    for agent_id, session_id in list(_connected):
+        try:
+            agent_services.agent_disconnected(agent_id, session_id)
+        except Exception:
+            logger.exception("device %s: could not record its disconnection at exit", agent_id)
 
 
 def _client_capabilities() -> dict[str, Any]:
@@ -137,6 +153,7 @@ class DeviceConsumer(AsyncWebsocketConsumer):
         await agent_services.aagent_connected(
             self.agent_id, self.session_id, {**self.details, "mcp": mcp, "version": message.get("version")}
         )
+        _connected.add((self.agent_id, self.session_id))
         group = agent_channels.agent_group(self.agent_id)
         # An older connection of the same device (not yet noticed as gone) steps aside.
         await self.channel_layer.group_send(group, {"type": agent_channels.REPLACED})
@@ -218,3 +235,4 @@ class DeviceConsumer(AsyncWebsocketConsumer):
                 agent_channels.agent_group(self.agent_id), self.channel_name
             )
             await agent_services.aagent_disconnected(self.agent_id, self.session_id)
+            _connected.discard((self.agent_id, self.session_id))

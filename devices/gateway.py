@@ -107,6 +107,11 @@ class DeviceGateway:
 
     # --- the view of online agents ---------------------------------------------------------
 
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop the gateway serves on (the process's, once started)."""
+        return self._loop
+
     def tools(self) -> Iterable[Tool]:
         return self._tools.values()
 
@@ -232,7 +237,6 @@ class DeviceGateway:
                 output_model=None,
                 handler=self._handler(agent_id, tool_name),
                 input_schema=schema,
-                audits_itself=True,
             )
             self._routes[name] = (agent_id, tool_name)
             names.append(name)
@@ -254,6 +258,7 @@ class DeviceGateway:
             result = await self._route(agent_id, tool, arguments)
         except ToolError as exc:
             await self._audit(caller, agent_id, tool, arguments, started, {"ok": False, "error": exc.message})
+            exc.audited = True
             raise
         content = result.get("content")
         structured = result.get("structuredContent")
@@ -261,19 +266,25 @@ class DeviceGateway:
             content=content if isinstance(content, list) else [],
             structured=structured if isinstance(structured, dict) else None,
             is_error=bool(result.get("isError", False)),
+            audited=True,
         )
         await self._audit(caller, agent_id, tool, arguments, started, {"ok": not outcome.is_error})
         return outcome
 
     async def _route(self, agent_id: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        serve = agent_channels.local_devices.get(agent_id)
         agent = self._agents.get(agent_id)
+        if serve is None or agent is None:
+            # Not connected here: the view may lag the database by a feed round, so ask it, as
+            # list_agents does (online or not), before routing the call or refusing it.
+            await self.refresh([agent_id])
+            agent = self._agents.get(agent_id)
         if agent is None:
             raise ToolError(_absent_agent(agent_id, await selectors.aagent_presence(agent_id)))
         if not any(spec["name"] == tool for spec in agent["tools"]):
             known = ", ".join(spec["name"] for spec in agent["tools"]) or "none"
             raise ToolError(f"Agent '{agent_id}' has no tool '{tool}'. Its tools: {known}.")
         timeout = agent["call_timeout"]
-        serve = agent_channels.local_devices.get(agent_id)
         if serve is not None:
             reply = await serve(tool, arguments, timeout)
             if "result" in reply:

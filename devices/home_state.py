@@ -1,122 +1,133 @@
-"""The home's state (lights, alarm, presence) kept in process for MCP reads, so that a read
+"""The home's state (lights, alarm, presence) kept in this process for MCP reads, so that a read
 on the event loop needs no hop to Django's database thread.
 
-The copy is trusted only while the database proves nothing changed since it was read. On
-SQLite the process keeps one read-only connection that asks `PRAGMA data_version` (about
-5 µs, no database lock): its value changes whenever *any other* connection commits, this
-process's Django connection as much as another process's (a second daphne, `mcp_stdio`,
-the MQTT worker). Whatever changed, even an audit row, the next read goes to the database.
-
-Other databases (PostgreSQL) have no such cheap question, and a broadcast from another
-process can arrive after a client that saw its write has already asked this process, so
-there every read goes to the database, as before.
-
-The copy is only filled from reads made outside any transaction, so it never holds rows
-that a transaction could still roll back (tests run inside one).
+The change feed keeps the copy correct: a change made here drops it as its transaction
+commits, before the write returns (`devices.services`); a change made by another process
+drops it when its `home.event` arrives (a listener on the home group). The copy is trusted
+only while this process hears every other one: its listener has been running for a moment,
+and with the database channel layer, the feed has not failed since the copy was read
+(`DatabaseChannelLayer.feed_epoch`). Otherwise, and until then, every read goes to the
+database. The copy is only filled from reads made outside any transaction, so it never holds
+rows that a transaction could still roll back (tests run inside one).
 """
 
 from __future__ import annotations
 
-import sqlite3
+import asyncio
+import logging
 import threading
-from pathlib import Path
+import time
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
 from django.db import connections, router
 
+from devices.broadcast import HOME_GROUP
 from devices.models import Light
 
-_watch: tuple[str, sqlite3.Connection] | None = None
-_watch_lock = threading.Lock()
+logger = logging.getLogger(__name__)
+
+SETTLE_SECONDS = 0.5  # a new listener's group membership is in place well within this
+HOME_KINDS = frozenset({"light", "alarm", "person", "home"})
 
 
-class _Snapshot:
-    __slots__ = ("alarm", "lights", "present", "version")
+class _Copy:
+    __slots__ = ("alarm", "epoch", "lights", "present")
 
-    def __init__(self, version: int, state: dict[str, Any]) -> None:
-        self.version = version
+    def __init__(self, epoch: Any, state: dict[str, Any]) -> None:
+        self.epoch = epoch
         self.lights: tuple[tuple[str, bool], ...] = tuple(state["lights"].items())
         self.alarm: bool = state["alarm"]
         self.present: tuple[str, ...] = tuple(state["presence"]["known_people"])
 
 
-_snapshot: _Snapshot | None = None
+_copy: _Copy | None = None
+_generation = 0  # bumped by every `forget`: a read that began before it must not be kept
+_lock = threading.Lock()
 
 
-def sqlite_path(alias: str) -> str | None:
-    """The database file when `alias` is a file-backed SQLite database, else None."""
-    db = connections.settings[alias]
-    name = str(db.get("NAME") or "")
-    if "sqlite3" not in db.get("ENGINE", "") or not name or name == ":memory:" or "mode=memory" in name:
-        return None
-    return name
+def forget() -> None:
+    """Drop the copy (a change committed here or heard from elsewhere)."""
+    global _copy, _generation
+    with _lock:
+        _copy, _generation = None, _generation + 1
 
 
-def data_version() -> int | None:
-    """SQLite's data version as the process's watch connection sees it; None when the
-    database cannot say (not SQLite, or the file cannot be opened).
+class _Listener:
+    """This process's member of the home group that drops the copy on every home change."""
 
-    One connection for the whole process, behind a lock: versions read by two different
-    connections cannot be compared, and any thread (event loops come and go) may ask.
-    """
-    global _watch
-    path = sqlite_path(router.db_for_read(Light))
-    if path is None:
-        return None
-    with _watch_lock:
-        if _watch is None or _watch[0] != path:
-            if _watch is not None:
-                _watch[1].close()
-                _watch = None
-            try:
-                uri = Path(path).resolve().as_uri() + "?mode=ro"
-                conn = sqlite3.connect(uri, uri=True, timeout=1, check_same_thread=False)
-            except sqlite3.Error:
-                return None
-            _watch = (path, conn)
-        try:
-            return _watch[1].execute("PRAGMA data_version").fetchone()[0]
-        except sqlite3.Error:
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.since: float | None = None  # listening without a failure since
+        self.starts = 0
+
+    def epoch(self) -> Any:
+        """What must hold for a copy to stay trusted; None when no copy may be trusted now."""
+        loop = asyncio.get_running_loop()
+        if self.loop is not loop or self.task is None or self.task.done():
+            self.loop, self.since, self.starts = loop, None, self.starts + 1
+            self.task = loop.create_task(self._listen())
             return None
+        if self.since is None or time.monotonic() - self.since < SETTLE_SECONDS:
+            return None
+        feed_epoch = getattr(get_channel_layer(), "feed_epoch", None)
+        if feed_epoch is None:  # Redis: this listener hears every process
+            return self.starts
+        feed = feed_epoch()
+        return None if feed is None else (self.starts, feed)
+
+    async def _listen(self) -> None:
+        layer = get_channel_layer()
+        channel = await layer.new_channel()
+        while True:
+            try:
+                await layer.group_add(HOME_GROUP, channel)
+                self.since = time.monotonic()
+                while True:
+                    message = await layer.receive(channel)
+                    if (message.get("event") or {}).get("kind") in HOME_KINDS:
+                        forget()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                self.since = None
+                forget()
+                logger.exception("home state: the channel layer failed; reading the database meanwhile")
+                await asyncio.sleep(1)
 
 
-def _read() -> tuple[dict[str, Any], bool]:
-    """Read the state through Django (its thread); also say whether it may be kept."""
+_listener = _Listener()
+
+
+def _read(generation: int, epoch: Any) -> dict[str, Any]:
+    """Read the state through Django (its thread) and keep it when that is safe."""
+    global _copy
     from devices.selectors import get_all_states
 
     state = get_all_states()
-    return state, not connections[router.db_for_read(Light)].in_atomic_block
+    if epoch is not None and not connections[router.db_for_read(Light)].in_atomic_block:
+        with _lock:
+            if generation == _generation:
+                _copy = _Copy(epoch, state)
+    return state
 
 
 _aread = sync_to_async(_read)
 
 
-async def snapshot() -> _Snapshot | dict[str, Any]:
-    """The current state: the kept copy when still valid, else read afresh (and kept when
-    that is safe). Returns a `_Snapshot` or, when nothing may be kept, the state itself."""
-    global _snapshot
-    version = data_version()
-    kept = _snapshot
-    if version is not None and kept is not None and kept.version == version:
+async def _current() -> _Copy | dict[str, Any]:
+    """The kept copy when it may be trusted, else the state read afresh."""
+    epoch = _listener.epoch()
+    kept = _copy
+    if epoch is not None and kept is not None and kept.epoch == epoch:
         return kept
-    # The version is taken before the read: a commit in between makes the copy look older
-    # than it is, so it is read again next time, never trusted past a change.
-    state, keepable = await _aread()
-    if version is None or not keepable:
-        return state
-    _snapshot = _Snapshot(version, state)
-    return _snapshot
-
-
-def forget() -> None:
-    """Drop the kept copy (tests, and anyone who changed the home behind the ORM's back)."""
-    global _snapshot
-    _snapshot = None
+    return await _aread(_generation, epoch)
 
 
 async def all_states() -> dict[str, Any]:
-    found = await snapshot()
+    found = await _current()
     if isinstance(found, dict):
         return found
     return {
@@ -127,18 +138,18 @@ async def all_states() -> dict[str, Any]:
 
 
 async def alarm_status() -> dict[str, bool]:
-    found = await snapshot()
+    found = await _current()
     return {"armed": found["alarm"] if isinstance(found, dict) else found.alarm}
 
 
 async def presence() -> dict[str, Any]:
-    found = await snapshot()
+    found = await _current()
     if isinstance(found, dict):
         return found["presence"]
     return {"present": bool(found.present), "known_people": list(found.present)}
 
 
 async def lights_on() -> dict[str, list[str]]:
-    found = await snapshot()
+    found = await _current()
     lights = found["lights"].items() if isinstance(found, dict) else found.lights
     return {"on": [name for name, on in lights if on]}

@@ -139,7 +139,7 @@ def list_agents(args: NoArguments, ctx: ToolContext) -> AgentList:
     return {"agents": agents}
 
 
-@tool(scope="devices", open_world=True, audits_itself=True)
+@tool(scope="devices", open_world=True)
 async def call_agent_tool(args: CallAgentToolInput, ctx: ToolContext) -> ToolResult:
     """Calls one tool of an online ESP32 agent and returns the device's answer"""
     return await gateway.call(args.agent_id, args.tool, args.arguments, ctx.caller)

@@ -1,77 +1,39 @@
-"""Reads of the home, shaped as seed 000's tools return them.
-
-These run on every MCP read, so each query's SQL is built by the ORM once per database
-(`_rows`) and then executed directly: building and compiling a queryset costs several
-times what SQLite takes to answer it.
-"""
+"""Reads of the home, shaped as seed 000's tools return them, and of ESP32 agents."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import connections, router
-from django.db.models import Count, Model, QuerySet
+from django.db.models import Count
 
 from devices import home_state
 from devices.models import Agent, AgentTool, Alarm, Light, Person
 
-_compiled: dict[tuple[Callable[[], QuerySet], str], tuple[str, tuple[Any, ...]]] = {}
-
-
-def _rows(model: type[Model], build: Callable[[], QuerySet]) -> list[tuple[Any, ...]]:
-    """The rows of `build()`'s query, as the database returns them (no field converters)."""
-    alias = router.db_for_read(model)
-    compiled = _compiled.get((build, alias))
-    if compiled is None:
-        compiled = _compiled[(build, alias)] = build().query.get_compiler(using=alias).as_sql()
-    sql, params = compiled
-    with connections[alias].cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
-
-
-def _present_people() -> QuerySet:
-    return Person.objects.filter(present=True).values_list("name")
-
-
-def _alarm_armed() -> QuerySet:
-    # What `.values_list("armed", flat=True).first()` runs.
-    return Alarm.objects.filter(pk=Alarm.SINGLETON_PK).order_by("pk").values_list("armed")[:1]
-
-
-def _lights_on() -> QuerySet:
-    return Light.objects.filter(on=True).values_list("name")
-
-
-def _lights() -> QuerySet:
-    return Light.objects.values_list("name", "on")
-
 
 def get_presence() -> dict[str, Any]:
-    names = [name for (name,) in _rows(Person, _present_people)]
+    names = list(Person.objects.filter(present=True).values_list("name", flat=True))
     return {"present": bool(names), "known_people": names}
 
 
 def get_alarm_status() -> dict[str, bool]:
-    rows = _rows(Alarm, _alarm_armed)
-    return {"armed": bool(rows[0][0]) if rows else False}
+    armed = Alarm.objects.filter(pk=Alarm.SINGLETON_PK).values_list("armed", flat=True).first()
+    return {"armed": bool(armed)}
 
 
 def list_lights_on() -> dict[str, list[str]]:
-    return {"on": [name for (name,) in _rows(Light, _lights_on)]}
+    return {"on": list(Light.objects.filter(on=True).values_list("name", flat=True))}
 
 
 def get_all_states() -> dict[str, Any]:
     return {
-        "lights": {name: bool(on) for name, on in _rows(Light, _lights)},
+        "lights": dict(Light.objects.values_list("name", "on")),
         "alarm": get_alarm_status()["armed"],
         "presence": get_presence(),
     }
 
 
-# The async reads answer from the state kept by `devices.home_state` while the database
+# The async reads answer from the copy `devices.home_state` keeps while the change feed
 # proves it current, without a hop to the database thread.
 aget_presence = home_state.presence
 aget_alarm_status = home_state.alarm_status

@@ -1,65 +1,30 @@
 """The only code that changes the home.
 
-Each write is one transaction that locks and updates the row and writes an `Event` (who,
-through which interface, before and after); once committed, the change is broadcast to the
-channel layer's home group. The hot writes run their SQL directly (`devices.statements`).
-Async callers use the `a*` variants: the same statements, run on the event loop when SQLite
-grants its write lock at once (`devices.loop_writes`), else in Django's sync thread, so the
-event loop never waits for the database.
+Each write is one `transaction.atomic()` that locks and changes the row through the ORM,
+writes its audit `Event` (who, through which door, before and after) and announces the
+change, which every hub process hears once the transaction commits (`devices.broadcast`).
+This process's copy of the home's state is dropped as the transaction commits, before the
+write returns (`devices.home_state`). Async callers use the `a*` names: the same service,
+reached through `sync_to_async`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import datetime
-from sqlite3 import Cursor
+from collections.abc import Iterable
+from datetime import timedelta
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.db import transaction
 from django.db.models import Model
 from django.utils import timezone
 
-from devices import loop_writes, statements
-from devices.broadcast import asend_home_event, broadcast_on_commit, deferred
+from common.pruning import delete_in_chunks
+from devices import agent_channels, home_state
+from devices.broadcast import announce_change
 from devices.errors import LightNotFound, PersonNotFound
-from devices.models import Alarm, Event, Light, Person
+from devices.models import Agent, Alarm, Event, Light, Person
 from devices.storable import is_storable
-
-
-def _audit(
-    *,
-    actor: str,
-    interface: str,
-    action: str,
-    target: str,
-    before: Any,
-    after: Any,
-    broadcast: dict[str, Any] | None,
-    raw: Cursor | None = None,
-    at: datetime | None = None,
-) -> dict[str, Any] | None:
-    """Insert one audit event (at `at`, by default now) in the current transaction; returns
-    the broadcast to send once it commits (None without `broadcast`)."""
-    row = statements.event_row(
-        at=at or timezone.now(),
-        actor=actor,
-        interface=interface,
-        action=action,
-        target=target,
-        before=before,
-        after=after,
-    )
-    statements.insert_events([row], raw)
-    if broadcast is None:
-        return None
-    return {
-        "action": action,
-        "target": target,
-        "actor": row["actor"],
-        "interface": interface,
-        "at": row["at"].isoformat(),
-        **broadcast,
-    }
 
 
 def record_event(
@@ -71,192 +36,176 @@ def record_event(
     before: Any = None,
     after: Any = None,
     broadcast: dict[str, Any] | None = None,
-) -> None:
+) -> Event:
     """Write one audit event (in the caller's transaction, if any); with `broadcast`, also
-    announce the change after commit."""
-    event = _audit(
-        actor=actor,
-        interface=interface,
-        action=action,
-        target=target,
-        before=before,
-        after=after,
-        broadcast=broadcast,
+    announce the change to every process once it commits."""
+    event = Event.objects.create(
+        actor=actor[:150], interface=interface, action=action, target=target, before=before, after=after
     )
-    if event is not None:
-        broadcast_on_commit(event)
+    if broadcast is not None:
+        if broadcast.get("kind") in home_state.HOME_KINDS:
+            transaction.on_commit(home_state.forget)
+        announce_change(
+            {
+                "action": action,
+                "target": target,
+                "actor": event.actor,
+                "interface": interface,
+                "at": event.at.isoformat(),
+                **broadcast,
+            }
+        )
+    return event
 
 
-# --- the home's writes ----------------------------------------------------------------------
-# Each `_change_*` runs the statements of one write inside a transaction opened by its caller
-# (Django's `atomic()` in the sync service, or `loop_writes`) and returns the written object
-# and the broadcast to send once committed.
-
-Change = tuple[Any, dict[str, Any]]
+def prune_events(older_than: timedelta) -> int:
+    """Delete audit events older than `older_than`, in short transactions; how many."""
+    return delete_in_chunks(Event.objects.filter(at__lt=timezone.now() - older_than))
 
 
-def _set_flag(
-    model: type[Model], name: str, field: str, value: bool, raw: Cursor | None, now: datetime
-) -> tuple[int, bool, tuple] | None:
-    """Lock the row named `name`, set its `field`; (id, value before, other columns) or None."""
-    if not is_storable(name):  # no row has such a name, and PostgreSQL refuses to look
-        return None
-    row = statements.select_for_update(model, "name", name, ("id", field, *_SHOWN[model]), raw)
-    if row is None:
-        return None
-    statements.update(model, row[0], {field: value, "updated_at": now}, raw)
-    return row[0], bool(row[1]), row[2:]
-
-
-# Columns besides id and the flag that the returned instances carry.
-_SHOWN: dict[type[Model], tuple[str, ...]] = {Light: ("label", "room"), Person: ()}
-
-
-def _change_light(name: str, on: bool, *, actor: str, interface: str, raw: Cursor | None = None) -> Change:
-    now = timezone.now()  # the row's updated_at and its event's moment
-    found = _set_flag(Light, name, "on", on, raw, now)
-    if found is None:
-        raise LightNotFound(name)
-    pk, before, (label, room) = found
-    event = _audit(
-        actor=actor,
-        interface=interface,
-        action="light.set",
-        target=f"light:{name}",
-        before={"on": before},
-        after={"on": on},
-        broadcast={"kind": "light", "name": name, "on": on},
-        raw=raw,
-        at=now,
+def _switch(
+    model: type[Light | Alarm | Person], key: dict[str, Any], field: str, value: bool, **who: str
+) -> bool:
+    """Set `field` of the row matching `key` to `value`, with its audit event and announcement;
+    False when no row matches. One UPDATE where the value differs (the usual case), which also
+    tells what it was before, whatever other writers do meanwhile; only an UPDATE that changed
+    nothing is followed by a query telling a row already so from a missing one."""
+    if model.objects.filter(**key, **{field: not value}).update(
+        **{field: value, "updated_at": timezone.now()}
+    ):
+        before = not value
+    elif model.objects.filter(**key).exists():
+        before = value
+    else:
+        return False
+    kind = model._meta.model_name
+    name = key.get("name")
+    record_event(
+        action=f"{kind}.set",
+        target=f"{kind}:{name}" if name else kind,
+        before={field: before},
+        after={field: value},
+        broadcast={"kind": kind, **({"name": name} if name else {}), field: value},
+        **who,
     )
-    return Light(id=pk, name=name, label=label, room=room, on=on), event
+    return True
 
 
-def _change_alarm(armed: bool, *, actor: str, interface: str, raw: Cursor | None = None) -> Change:
-    row = statements.select_for_update(Alarm, "id", Alarm.SINGLETON_PK, ("armed",), raw)
-    if row is None:  # first use: create the row the ORM way
-        if raw is not None:
-            raise loop_writes.Unsupported("the alarm row does not exist yet")
-        alarm, _ = Alarm.objects.select_for_update().get_or_create(pk=Alarm.SINGLETON_PK)
-        row = (alarm.armed,)
-    now = timezone.now()
-    statements.update(Alarm, Alarm.SINGLETON_PK, {"armed": armed, "updated_at": now}, raw)
-    event = _audit(
-        actor=actor,
-        interface=interface,
-        action="alarm.set",
-        target="alarm",
-        before={"armed": bool(row[0])},
-        after={"armed": armed},
-        broadcast={"kind": "alarm", "armed": armed},
-        raw=raw,
-        at=now,
-    )
-    return Alarm(id=Alarm.SINGLETON_PK, armed=armed), event
-
-
-def _change_person(
-    name: str, present: bool, *, actor: str, interface: str, raw: Cursor | None = None
-) -> Change:
-    now = timezone.now()
-    found = _set_flag(Person, name, "present", present, raw, now)
-    if found is None:
-        raise PersonNotFound(name)
-    pk, before, _ = found
-    event = _audit(
-        actor=actor,
-        interface=interface,
-        action="person.set",
-        target=f"person:{name}",
-        before={"present": before},
-        after={"present": present},
-        broadcast={"kind": "person", "name": name, "present": present},
-        raw=raw,
-        at=now,
-    )
-    return Person(id=pk, name=name, present=present), event
-
-
-def _write(change: Callable[..., Change], *args: Any, actor: str, interface: str) -> Any:
+def _switch_named(model: type[Light | Person], name: str, field: str, value: bool, **who: str) -> None:
+    """`_switch` the named light or person in a transaction of its own; HomeError if unknown."""
     with transaction.atomic():
-        written, event = change(*args, actor=actor, interface=interface)
-        broadcast_on_commit(event)
-    return written
+        # No row has a name no database can store (PostgreSQL refuses to even look).
+        if not (is_storable(name) and _switch(model, {"name": name}, field, bool(value), **who)):
+            raise LightNotFound(name) if model is Light else PersonNotFound(name)
 
 
-def set_light_state(name: str, on: bool, *, actor: str, interface: str) -> Light:
-    return _write(_change_light, name, bool(on), actor=actor, interface=interface)
+def set_light_state(name: str, on: bool, *, actor: str, interface: str) -> None:
+    _switch_named(Light, name, "on", on, actor=actor, interface=interface)
 
 
-def set_alarm_state(armed: bool, *, actor: str, interface: str) -> Alarm:
-    return _write(_change_alarm, bool(armed), actor=actor, interface=interface)
+def set_alarm_state(armed: bool, *, actor: str, interface: str) -> None:
+    with transaction.atomic():
+        key = {"pk": Alarm.SINGLETON_PK}
+        if not _switch(Alarm, key, "armed", bool(armed), actor=actor, interface=interface):
+            Alarm.objects.get_or_create(**key)  # first use
+            _switch(Alarm, key, "armed", bool(armed), actor=actor, interface=interface)
 
 
-def set_person_presence(name: str, present: bool, *, actor: str, interface: str) -> Person:
-    return _write(_change_person, name, bool(present), actor=actor, interface=interface)
+def set_person_presence(name: str, present: bool, *, actor: str, interface: str) -> None:
+    _switch_named(Person, name, "present", present, actor=actor, interface=interface)
 
 
-_awrite_in_db_thread = deferred(_write)
-
-
-async def _awrite(change: Callable[..., Change], *args: Any, actor: str, interface: str) -> Any:
-    """The async twin of `_write`: on the loop when SQLite lets it (`loop_writes`), else in
-    Django's database thread; either way the broadcast is sent from the loop after commit."""
-    done = await loop_writes.write(change, *args, actor=actor, interface=interface)
-    if done is loop_writes.UNAVAILABLE:
-        return await _awrite_in_db_thread(change, *args, actor=actor, interface=interface)
-    written, event = done  # type: ignore[misc]
-    await asend_home_event(event)
-    return written
-
-
-async def aset_light_state(name: str, on: bool, *, actor: str, interface: str) -> Light:
-    return await _awrite(_change_light, name, bool(on), actor=actor, interface=interface)
-
-
-async def aset_alarm_state(armed: bool, *, actor: str, interface: str) -> Alarm:
-    return await _awrite(_change_alarm, bool(armed), actor=actor, interface=interface)
-
-
-async def aset_person_presence(name: str, present: bool, *, actor: str, interface: str) -> Person:
-    return await _awrite(_change_person, name, bool(present), actor=actor, interface=interface)
+aset_light_state = sync_to_async(set_light_state)
+aset_alarm_state = sync_to_async(set_alarm_state)
+aset_person_presence = sync_to_async(set_person_presence)
 
 
 def seed_home(*, reset: bool = False) -> dict[str, int]:
-    """Create seed 000's home where missing; with `reset`, also put it back to its start state.
+    """Create seed 000's home where missing; with `reset`, also put it back to its start state
+    (each light, person and the alarm it switches is audited as any other change).
 
     Returns how many rows were created. Running it twice changes nothing the second time.
     """
     from devices.home_seed import LIGHTS, PEOPLE
 
+    system = {"actor": "seed_home", "interface": Event.Interface.SYSTEM}
     created = {"lights": 0, "people": 0, "alarm": 0}
     with transaction.atomic():
         for name, label, room in LIGHTS:
-            light, new = Light.objects.get_or_create(
+            light, new = Light.objects.select_for_update().get_or_create(
                 name=name, defaults={"label": label, "room": room, "on": False}
             )
             created["lights"] += new
             if reset and light.on:
-                light.on = False
-                light.save(update_fields=["on", "updated_at"])
+                _switch(Light, {"name": name}, "on", False, **system)
         for name in PEOPLE:
-            person, new = Person.objects.get_or_create(name=name, defaults={"present": False})
+            person, new = Person.objects.select_for_update().get_or_create(
+                name=name, defaults={"present": False}
+            )
             created["people"] += new
             if reset and person.present:
-                person.present = False
-                person.save(update_fields=["present", "updated_at"])
-        alarm, new = Alarm.objects.get_or_create(pk=Alarm.SINGLETON_PK, defaults={"armed": False})
+                _switch(Person, {"name": name}, "present", False, **system)
+        alarm, new = Alarm.objects.select_for_update().get_or_create(
+            pk=Alarm.SINGLETON_PK, defaults={"armed": False}
+        )
         created["alarm"] += new
         if reset and alarm.armed:
-            alarm.armed = False
-            alarm.save(update_fields=["armed", "updated_at"])
+            _switch(Alarm, {"pk": Alarm.SINGLETON_PK}, "armed", False, **system)
         if reset or any(created.values()):
             record_event(
-                actor="seed_home",
-                interface=Event.Interface.SYSTEM,
                 action="home.seed",
                 target="home",
                 after={"created": created, "reset": reset},
                 broadcast={"kind": "home"},
+                **system,
             )
     return created
+
+
+# --- the admin's forms: lights, people and agents added, edited and deleted ----------------------
+
+
+def _audit_target(row: Model) -> tuple[str, dict[str, Any]]:
+    """The audit target of a light, person or agent, and how its change is announced."""
+    if isinstance(row, Agent):
+        agent_channels.announce_agent_change_on_commit(row.agent_id)
+        return f"agent:{row.agent_id}", {"kind": "agent", "agent_id": row.agent_id}
+    return f"{row._meta.model_name}:{row.name}", {"kind": "home"}
+
+
+def save_row(
+    row: Light | Person | Agent, *, fields: Iterable[str], initial: dict[str, Any], created: bool, actor: str
+) -> None:
+    """Save a light, person or agent as the admin's form left it, audited as `<kind>.create` or
+    `<kind>.edit` with the `fields` the form changed (`initial`: the form's values before)."""
+    fields = list(fields)
+    with transaction.atomic():
+        row.save()
+        target, broadcast = _audit_target(row)
+        record_event(
+            actor=actor,
+            interface=Event.Interface.ADMIN,
+            action=f"{row._meta.model_name}.{'create' if created else 'edit'}",
+            target=target,
+            before=None if created else {field: initial.get(field) for field in fields},
+            after={field: getattr(row, field) for field in fields},
+            broadcast=broadcast,
+        )
+
+
+def delete_rows(rows: Iterable[Light | Person | Agent], *, actor: str) -> int:
+    """Delete lights, people or agents, each audited as `<kind>.delete`."""
+    deleted = 0
+    with transaction.atomic():
+        for row in rows:
+            target, broadcast = _audit_target(row)
+            row.delete()
+            record_event(
+                actor=actor,
+                interface=Event.Interface.ADMIN,
+                action=f"{row._meta.model_name}.delete",
+                target=target,
+                broadcast=broadcast,
+            )
+            deleted += 1
+    return deleted

@@ -16,12 +16,12 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
+from common.pruning import delete_in_chunks
 from devices.models import Agent, RejectedMessage, Sensor, TelemetryReading
 from devices.storable import storable_text
 from devices.telemetry_parsing import Reading, describe
 
 MAX_TOPIC_CHARS = 255
-PRUNE_CHUNK = 5000
 
 
 @dataclass(slots=True)
@@ -130,16 +130,6 @@ def prune_rejected(keep: int) -> int:
 
 
 def prune_telemetry(older_than: timedelta) -> int:
-    """Delete readings measured before now - `older_than`, in chunks (short transactions,
-    bounded memory). Each sensor's latest value stays."""
-    cutoff = timezone.now() - older_than
-    total = 0
-    while True:
-        ids = list(
-            TelemetryReading.objects.filter(measured_at__lt=cutoff).values_list("id", flat=True)[:PRUNE_CHUNK]
-        )
-        if not ids:
-            return total
-        with transaction.atomic():
-            TelemetryReading.objects.filter(id__in=ids).delete()
-        total += len(ids)
+    """Delete readings measured before now - `older_than`, in short transactions. Each
+    sensor's latest value stays."""
+    return delete_in_chunks(TelemetryReading.objects.filter(measured_at__lt=timezone.now() - older_than))

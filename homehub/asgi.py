@@ -6,7 +6,10 @@ gateway), with bodies bounded by HTTP_MAX_BODY_BYTES. WebSockets: Channels' rout
 app. The device gateway starts with the process's first connection.
 """
 
+import asyncio
+import atexit
 import os
+import sys
 
 from django.core.asgi import get_asgi_application
 
@@ -17,9 +20,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set u
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from devices.gateway import with_gateway  # noqa: E402
-from homehub import twisted_fixes  # noqa: E402
 from homehub.body_limit import limit_body  # noqa: E402
-from homehub.heap import freeze_startup_objects  # noqa: E402
 from homehub.routing import websocket_urlpatterns  # noqa: E402
 from mcp_endpoint.transports.http import StreamableHttpApp  # noqa: E402
 
@@ -53,7 +54,61 @@ async def application(scope, receive, send):
         await hub_app(scope, receive, send)
 
 
-# Under daphne: Twisted's Content-Type parse, memoized (see twisted_fixes).
-twisted_fixes.apply()
-# What start-up built lives as long as the process: out of the collector's way.
-freeze_startup_objects()
+EXIT_SECONDS = 3.0
+QUIET_SECONDS = 0.1
+
+
+def _cancel_pending(loop: asyncio.AbstractEventLoop) -> set[asyncio.Task]:
+    """Cancel every task of `loop` but the current one; the tasks cancelled."""
+    pending = asyncio.all_tasks(loop) - {asyncio.current_task(loop)}
+    for task in pending:
+        task.cancel()
+    return pending
+
+
+async def _until_quiet(deadline: float) -> None:
+    """Cancel every other task, again and again, until none is left (or `deadline`): a task a
+    Django thread started meanwhile (async_to_sync) is cancelled too, so the thread returns."""
+    loop = asyncio.get_running_loop()
+    while loop.time() < deadline:
+        pending = _cancel_pending(loop)
+        if pending:
+            await asyncio.wait(pending, timeout=deadline - loop.time())
+        else:
+            await asyncio.sleep(QUIET_SECONDS)  # a thread may be about to start one
+            if not (asyncio.all_tasks(loop) - {asyncio.current_task(loop)}):
+                return
+
+
+def _before_shutdown():
+    """Under daphne (Twisted), before the reactor stops the event loop: end what still runs
+    (connections, listeners, calls in flight) while the loop can still run what Django's
+    threads wait for. A thread left waiting in async_to_sync (a REST call to a device, any
+    request through a sync middleware to an async view) for a loop that has stopped would
+    keep the process from ever exiting."""
+    from twisted.internet import defer
+
+    loop = asyncio.get_event_loop()
+    return defer.Deferred.fromFuture(asyncio.ensure_future(_until_quiet(loop.time() + EXIT_SECONDS)))
+
+
+if "twisted.internet.reactor" in sys.modules:  # daphne installed its reactor: served by daphne
+    from twisted.internet import reactor
+
+    reactor.addSystemEventTrigger("before", "shutdown", _before_shutdown)
+
+
+@atexit.register
+def _end_pending_tasks() -> None:
+    """What the loop still holds at exit (started during shutdown) is cancelled and run to its
+    end here, before the interpreter tears its modules down: finalizing such a coroutine then
+    crashed CPython 3.11 (a segmentation fault at SIGTERM)."""
+    try:
+        loop = asyncio.get_event_loop_policy().get_event_loop()
+    except RuntimeError:  # this thread never had one: not served by daphne
+        return
+    if loop.is_closed() or loop.is_running():
+        return
+    pending = _cancel_pending(loop)
+    if pending:
+        loop.run_until_complete(asyncio.wait(pending, timeout=EXIT_SECONDS))

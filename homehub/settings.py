@@ -1,7 +1,7 @@
 """HomeHub settings.
 
 Everything that differs between a laptop and a deployment comes from the environment;
-the embedded defaults need nothing installed (SQLite, in-memory channel layer).
+the embedded defaults need nothing installed (SQLite, the database channel layer).
 """
 
 import os
@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "common",
     "mcp_endpoint",
     "devices",
     "fel",
@@ -129,7 +130,11 @@ if REDIS_URL:
         }
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "homehub.channel_layers.InMemoryChannelLayer"}}
+    # Without Redis, the hub's processes (daphne, mcp_stdio, MQTT workers) reach each other
+    # through the database (common/layers.py); within a process, messages stay in memory.
+    CHANNEL_LAYERS = {
+        "default": {"BACKEND": "common.layers.DatabaseChannelLayer", "CONFIG": {"capacity": 1500}}
+    }
 
 # --- MQTT -------------------------------------------------------------------------------
 MQTT_URL = os.environ.get("MQTT_URL", "mqtt://127.0.0.1:1883")
@@ -229,6 +234,12 @@ MCP_CLIENT_REQUEST_TIMEOUT_SECONDS = float(os.environ.get("MCP_CLIENT_REQUEST_TI
 MCP_SSE_RETRY_MS = int(os.environ.get("MCP_SSE_RETRY_MS", 1000))
 MCP_SSE_KEEP_EVENTS = int(os.environ.get("MCP_SSE_KEEP_EVENTS", 100))
 MCP_SSE_KEEP_SECONDS = int(os.environ.get("MCP_SSE_KEEP_SECONDS", 600))
+
+# --- Audit trail ------------------------------------------------------------------------------
+# Successful read-only MCP tool calls are counted in /metrics; set to also keep each as an Event.
+AUDIT_READ_CALLS = env_bool("AUDIT_READ_CALLS", False)
+# `manage.py prune_events` (run daily by deploy/systemd) deletes events older than this.
+AUDIT_RETENTION_DAYS = int(os.environ.get("AUDIT_RETENTION_DAYS", 90))
 
 # --- ESP32 devices (/ws/devices/) ------------------------------------------------------------
 # Let devices nobody registered connect, as agents pending an admin's approval.

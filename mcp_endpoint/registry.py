@@ -107,10 +107,13 @@ class ToolError(Exception):
     error output is an object, like seed 000's `{"ok": false, "error": ...}`).
     """
 
-    def __init__(self, message: str, structured: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, message: str, structured: dict[str, Any] | None = None, *, audited: bool = False
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.structured = structured
+        self.audited = audited  # as `ToolResult.audited`
 
 
 class ClientRequestError(ToolError):
@@ -125,6 +128,9 @@ class ToolResult:
     is_error: bool = False
     text: str | None = None  # defaults to the JSON of `structured`
     content: list[dict[str, Any]] | None = None  # full MCP content, for pass-through tools
+    # The tool recorded this call itself (the device gateway's `agent.call` events, with the
+    # device's outcome), so the registry's call observers leave it out.
+    audited: bool = False
 
     def as_mcp(self) -> dict[str, Any]:
         if self.content is not None:
@@ -190,9 +196,6 @@ class Tool:
     input_schema: dict[str, Any] = field(default_factory=dict)
     output_schema: dict[str, Any] | None = None
     meta: dict[str, Any] | None = None
-    # The tool records its own calls (the device gateway audits each as `agent.call`, with
-    # the device's outcome), so the registry's call observers leave it out.
-    audits_itself: bool = False
 
     def __post_init__(self) -> None:
         if not TOOL_NAME_RE.match(self.name):
@@ -282,7 +285,7 @@ class ToolProvider(Protocol):
         ...
 
 
-CallObserver = Callable[[Caller, str, Any, "ToolResult", float], Awaitable[None]]
+CallObserver = Callable[[Caller, Tool, Any, ToolResult, float], Awaitable[None]]
 
 
 class ToolRegistry:
@@ -293,7 +296,8 @@ class ToolRegistry:
         self.observers: list[CallObserver] = []
 
     def add_observer(self, observer: CallObserver) -> None:
-        """`observer(caller, tool name, arguments, result, seconds)` runs after every audited call."""
+        """`observer(caller, tool, arguments, result, seconds)` runs after every call of an
+        audited caller (refused ones included), before it is answered."""
         self.observers.append(observer)
 
     def register(self, tool: Tool) -> Tool:
@@ -310,6 +314,14 @@ class ToolRegistry:
 
     def remove_provider(self, provider: ToolProvider) -> None:
         self._providers.remove(provider)
+
+    async def start(self) -> None:
+        """Start the providers that keep a live view (the device gateway): every serving process
+        calls it once its event loop runs, before it serves; again is harmless."""
+        for provider in self._providers:
+            start = getattr(provider, "start", None)
+            if start is not None:
+                await start()
 
     def list_tools(self, scopes: Iterable[str] | None = None) -> list[Tool]:
         """Every tool, in a stable order (declared ones first, then dynamic ones by name)."""
@@ -358,7 +370,6 @@ def tool(
     destructive: bool = False,
     idempotent: bool = False,
     open_world: bool = False,
-    audits_itself: bool = False,
     target: ToolRegistry | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare a tool. The input model is the type of the first parameter, the output
@@ -387,7 +398,6 @@ def tool(
                 handler=func,
                 title=title,
                 annotations=annotations,
-                audits_itself=audits_itself,
             )
         )
         return func

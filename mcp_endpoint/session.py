@@ -56,6 +56,7 @@ from mcp_endpoint.protocol import (
 )
 from mcp_endpoint.registry import (
     Caller,
+    Tool,
     ToolContext,
     ToolError,
     ToolRegistry,
@@ -440,14 +441,12 @@ class ServerSession(ClientRequests, ResourceMethods):
         if tool is None:
             metrics.record_call(metrics.UNKNOWN_TOOL, "unknown_tool", self.caller.interface)
             raise JsonRpcError(jsonrpc.INVALID_PARAMS, f"Unknown tool: {name}")
+        arguments = ctx.params.get("arguments")
         if tool.scope not in self.caller.scopes:
             metrics.record_call(name, "forbidden", self.caller.interface)
-            raise JsonRpcError(
-                jsonrpc.FORBIDDEN,
-                f"Insufficient scope: tool '{name}' requires the '{tool.scope}' scope",
-                {"requiredScope": tool.scope},
-            )
-        arguments = ctx.params.get("arguments")
+            refusal = f"Insufficient scope: tool '{name}' requires the '{tool.scope}' scope"
+            await self._audit(tool, arguments, ToolResult(is_error=True, text=refusal), 0.0)
+            raise JsonRpcError(jsonrpc.FORBIDDEN, refusal, {"requiredScope": tool.scope})
         if ctx.stateless:
             ctx.input_rounds = InputRounds.from_params(name, ctx.params)
         started = time.perf_counter()
@@ -477,10 +476,15 @@ class ServerSession(ClientRequests, ResourceMethods):
         else:
             result = "error" if outcome.is_error else "ok"
             metrics.record_call(name, result, self.caller.interface, elapsed)
-        if self.caller.audited and not (tool.audits_itself and retry_after is None):
-            for observer in self.tools.observers:
-                await observer(self.caller, name, arguments, outcome, elapsed)
+        if not outcome.audited:
+            await self._audit(tool, arguments, outcome, elapsed)
         return outcome.as_mcp()
+
+    async def _audit(self, tool: Tool, arguments: Any, outcome: ToolResult, seconds: float) -> None:
+        """Hand an audited caller's call to the registry's observers (before it is answered)."""
+        if self.caller.audited:
+            for observer in self.tools.observers:
+                await observer(self.caller, tool, arguments, outcome, seconds)
 
     def _progress_sender(self, ctx: RequestContext):
         token = ctx.progress_token
@@ -541,7 +545,9 @@ async def run_tool(tool, arguments: Any, ctx: ToolContext) -> ToolResult:
     try:
         return await tool.call(arguments, ctx)
     except ToolError as exc:
-        return ToolResult(structured=exc.structured, is_error=True, text=_error_text(exc))
+        return ToolResult(
+            structured=exc.structured, is_error=True, text=_error_text(exc), audited=exc.audited
+        )
     except (asyncio.CancelledError, InputRequired):
         raise
     except Exception:

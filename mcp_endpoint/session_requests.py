@@ -13,11 +13,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+import uuid
 from typing import Any
 
 from django.conf import settings
 
-from mcp_endpoint import jsonrpc, local_ids, relay
+from mcp_endpoint import jsonrpc, relay
 from mcp_endpoint.protocol import META_CLIENT_CAPABILITIES, RequestContext, Send, SessionState
 from mcp_endpoint.registry import ClientRequestError
 
@@ -104,7 +105,7 @@ class ClientRequests:
         if self.relay_id is not None:
             return self.relay_id
         if self._local_id is None:
-            self._local_id = f"local:{local_ids.new_id()}"
+            self._local_id = f"local:{uuid.uuid4().hex}"
         return self._local_id
 
     def _expecting(self, kind: str, key: relay.Key, handler: relay.Handler):

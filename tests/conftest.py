@@ -21,12 +21,13 @@ def django_db_setup(django_db_setup, django_db_blocker):
 
 
 @pytest.fixture(autouse=True)
-def _no_audit_rows_left_over():
-    """Tool-call audit rows are written in batches: none may outlive its test."""
+def _no_home_copy_left_over():
+    """The home-state copy of this process must not outlive a test whose database is flushed
+    behind the services' back (transactional tests)."""
     yield
-    from devices.audit import buffer
+    from devices import home_state
 
-    buffer.discard()
+    home_state.forget()
 
 
 @pytest.fixture

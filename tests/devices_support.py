@@ -34,41 +34,34 @@ def new_device(base: str, agent_id: str, **options: Any) -> SimulatedDevice:
     return SimulatedDevice(device_url(base), agent_id, token, **options)
 
 
-class LlmSession:
-    """An LLM agent on /ws/mcp/: requests by id, notifications kept aside."""
+class McpPeer:
+    """The client end of an MCP session over any frame transport (`_write`, and `_heard` for
+    each frame read): requests by id, notifications kept aside."""
 
-    def __init__(self, base: str, token: str) -> None:
-        self.url = base.replace("http://", "ws://") + "/ws/mcp/"
-        self.token = token
+    timeout = 10.0
+
+    def __init__(self) -> None:
         self.notifications: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self._answers: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._ids = 0
 
-    async def __aenter__(self) -> LlmSession:
-        self.ws = await connect(self.url, additional_headers={"Authorization": f"Bearer {self.token}"})
-        self._reader = asyncio.ensure_future(self._read())
-        await self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}})
-        return self
+    async def _write(self, text: str) -> None:
+        raise NotImplementedError
 
-    async def __aexit__(self, *exc: object) -> None:
-        await self.ws.close()
-        self._reader.cancel()
-
-    async def _read(self) -> None:
-        async for frame in self.ws:
-            message = json.loads(frame)
-            if "id" in message and message["id"] in self._answers:
-                self._answers.pop(message["id"]).set_result(message)
-            else:
-                await self.notifications.put(message)
+    async def _heard(self, frame: str | bytes) -> None:
+        message = json.loads(frame)
+        if "id" in message and message["id"] in self._answers:
+            self._answers.pop(message["id"]).set_result(message)
+        else:
+            await self.notifications.put(message)
 
     async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         self._ids += 1
         future = self._answers[self._ids] = asyncio.get_running_loop().create_future()
-        await self.ws.send(
+        await self._write(
             json.dumps({"jsonrpc": "2.0", "id": self._ids, "method": method, "params": params or {}})
         )
-        return await asyncio.wait_for(future, 10)
+        return await asyncio.wait_for(future, self.timeout)
 
     async def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         return (await self.request("tools/call", {"name": name, "arguments": arguments}))["result"]
@@ -82,6 +75,32 @@ class LlmSession:
                 message = await self.notifications.get()
                 if message.get("method") == method:
                     return message
+
+
+class LlmSession(McpPeer):
+    """An LLM agent on /ws/mcp/."""
+
+    def __init__(self, base: str, token: str) -> None:
+        super().__init__()
+        self.url = base.replace("http://", "ws://") + "/ws/mcp/"
+        self.token = token
+
+    async def __aenter__(self) -> LlmSession:
+        self.ws = await connect(self.url, additional_headers={"Authorization": f"Bearer {self.token}"})
+        self._reader = asyncio.ensure_future(self._read())
+        await self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}})
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.ws.close()
+        self._reader.cancel()
+
+    async def _read(self) -> None:
+        async for frame in self.ws:
+            await self._heard(frame)
+
+    async def _write(self, text: str) -> None:
+        await self.ws.send(text)
 
 
 async def eventually(check, timeout: float = 5.0) -> Any:

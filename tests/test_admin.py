@@ -69,3 +69,34 @@ def test_audit_trail_is_read_only(home, staff_client):
     assert staff_client.get("/admin/devices/event/add/").status_code == 403
     assert staff_client.post(f"/admin/devices/event/{event.pk}/delete/", {"post": "yes"}).status_code == 403
     assert Event.objects.filter(pk=event.pk).exists()
+
+
+def test_admin_add_edit_and_delete_are_audited(home, staff_client):
+    added = staff_client.post(
+        "/admin/devices/light/add/", {"name": "patio", "label": "Patio", "room": "Fuera"}, follow=True
+    )
+    assert added.status_code == 200 and Light.objects.filter(name="patio").exists()
+    patio = Light.objects.get(name="patio")
+    staff_client.post(
+        f"/admin/devices/light/{patio.pk}/change/", {"label": "Patio trasero", "room": "Fuera"}, follow=True
+    )
+    ana = Person.objects.get(name="Ana")
+    staff_client.post(f"/admin/devices/person/{ana.pk}/delete/", {"post": "yes"}, follow=True)
+    no_tools = {"tools-TOTAL_FORMS": "0", "tools-INITIAL_FORMS": "0"}  # the (read-only) tools inline
+    agent = {"agent_id": "aa:00", "transport": "mqtt", "call_timeout": "5", **no_tools}
+    staff_client.post("/admin/devices/agent/add/", agent)
+    events = {
+        e.action: e
+        for e in Event.objects.filter(interface="admin", actor="boss").order_by("id")
+        if e.action.endswith((".create", ".edit", ".delete"))
+    }
+    assert set(events) == {"light.create", "light.edit", "person.delete", "agent.create"}
+    assert events["light.create"].target == "light:patio"
+    assert events["light.create"].after == {"name": "patio", "label": "Patio", "room": "Fuera"}
+    assert (events["light.edit"].before, events["light.edit"].after) == (
+        {"label": "Patio"},
+        {"label": "Patio trasero"},
+    )
+    assert events["person.delete"].target == "person:Ana"
+    assert events["agent.create"].target == "agent:aa:00"
+    assert not Person.objects.filter(name="Ana").exists()

@@ -33,7 +33,7 @@ def test_up_then_broker_down_then_up_again(live_env, tmp_path):
             body = health_once(base, 200)
             assert body["status"] == "ok" and body["down"] == []
             assert body["checks"]["database"]["ok"]
-            assert body["checks"]["channel_layer"] == {"ok": True, "backend": "InMemoryChannelLayer"}
+            assert body["checks"]["channel_layer"] == {"ok": True, "backend": "DatabaseChannelLayer"}
             assert body["checks"]["mqtt"] == {"ok": True, "state": "connected"}
             assert "no-cache" in httpx.get(base + "/healthz").headers["cache-control"]
 

@@ -1,12 +1,13 @@
-"""The home state kept in process for MCP reads: never staler than the database."""
+"""The home state kept in process for MCP reads: kept correct by the change feed."""
 
+import asyncio
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from asgiref.sync import async_to_sync
-from django.db import connection
 
 from devices import home_state, selectors, services
 
@@ -14,61 +15,75 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
-def fresh_copy():
-    home_state.forget()
-    yield
-    home_state.forget()
-
-
-def read_all() -> dict:
-    return async_to_sync(selectors.aget_all_states)()
-
-
-def test_a_change_made_by_another_process_is_read_at_once(live_env, fresh_copy):
-    assert read_all()["lights"]["salon"] is False
-    subprocess.run(
-        [
-            sys.executable,
-            "manage.py",
-            "shell",
-            "-c",
-            "from devices.models import Light; Light.objects.filter(name='salon').update(on=True)",
-        ],
-        cwd=ROOT,
-        env=live_env,
-        check=True,
-    )
-    assert read_all()["lights"]["salon"] is True
-    assert async_to_sync(selectors.alist_lights_on)() == {"on": ["salon"]}
-
-
-def test_a_change_through_the_services_is_read_at_once(transactional_db, fresh_copy):
-    services.seed_home()
-    assert async_to_sync(selectors.aget_alarm_status)() == {"armed": False}
-    services.set_alarm_state(True, actor="t", interface="system")
-    services.set_person_presence("Ana", True, actor="t", interface="system")
-    assert async_to_sync(selectors.aget_alarm_status)() == {"armed": True}
-    assert async_to_sync(selectors.aget_presence)() == {"present": True, "known_people": ["Ana"]}
-
-
-@pytest.mark.skipif(connection.vendor != "sqlite", reason="only SQLite can prove the copy current cheaply")
-def test_unchanged_database_is_not_read_again(transactional_db, fresh_copy, monkeypatch):
-    services.seed_home()
+def counted_reads(monkeypatch):
+    """How many times the state was read from the database."""
     reads = []
     real = home_state._aread
 
-    async def counting():
+    async def counting(*args):
         reads.append(1)
-        return await real()
+        return await real(*args)
 
     monkeypatch.setattr(home_state, "_aread", counting)
-    first = read_all()
-    assert read_all() == first and len(reads) == 1
-    services.set_light_state("cocina", True, actor="t", interface="system")
-    assert read_all()["lights"]["cocina"] is True and len(reads) == 2
+    return reads
 
 
-def test_nothing_read_inside_a_transaction_is_kept(db, fresh_copy):
+async def until_kept(reads: list) -> dict:
+    """Read until a read is answered from the copy (the listener settled, the feed heard)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        before = len(reads)
+        state = await selectors.aget_all_states()
+        if len(reads) == before:
+            return state
+        await asyncio.sleep(0.1)
+    raise AssertionError("the copy was never trusted")
+
+
+def test_a_change_made_by_another_process_reaches_the_copy(live_env, counted_reads):
+    change = (
+        "from devices import services; "
+        "services.set_light_state('salon', True, actor='other', interface='system')"
+    )
+
+    async def scenario():
+        assert (await until_kept(counted_reads))["lights"]["salon"] is False
+        await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "manage.py", "shell", "-c", change],
+            cwd=ROOT,
+            env=live_env,
+            check=True,
+        )
+        started = time.monotonic()
+        while not (await selectors.aget_all_states())["lights"]["salon"]:
+            assert time.monotonic() - started < 1, "the other process's change never arrived"
+            await asyncio.sleep(0.02)
+        assert await selectors.alist_lights_on() == {"on": ["salon"]}
+
+    asyncio.run(scenario())
+
+
+def test_a_change_through_the_services_is_read_at_once(transactional_db, counted_reads):
+    services.seed_home()
+
+    async def scenario():
+        assert (await until_kept(counted_reads))["alarm"] is False
+        await services.aset_alarm_state(True, actor="t", interface="system")
+        assert await selectors.aget_alarm_status() == {"armed": True}
+        await until_kept(counted_reads)
+        await services.aset_person_presence("Ana", True, actor="t", interface="system")
+        reads = len(counted_reads)
+        assert await selectors.aget_presence() == {"present": True, "known_people": ["Ana"]}
+        assert len(counted_reads) == reads + 1  # the commit dropped the copy
+        assert (await until_kept(counted_reads))["presence"]["known_people"] == ["Ana"]
+
+    asyncio.run(scenario())
+
+
+def test_nothing_read_inside_a_transaction_is_kept(db):
     services.seed_home()  # uncommitted: the test's transaction rolls it back
-    assert read_all()["lights"] == {n: False for n in ("salon", "cocina", "dormitorio", "bano", "garage")}
-    assert home_state._snapshot is None
+    assert async_to_sync(selectors.aget_all_states)()["lights"] == {
+        n: False for n in ("salon", "cocina", "dormitorio", "bano", "garage")
+    }
+    assert home_state._copy is None

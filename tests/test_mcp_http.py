@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from devices.models import Event, Light
 from mcp_endpoint.models import AccessToken
+from tests.hub_support import running_hub
 from tests.mcp_helpers import MODERN_META, call
 
 pytestmark = pytest.mark.live
@@ -217,31 +218,50 @@ def test_official_sdk_client_over_http(daphne_server, make_token, mode):
     assert states.structured_content["lights"]["bano"] is True
 
 
-def test_every_token_call_is_audited_and_rate_limited(daphne_server, make_token, live_env):
+def test_failed_calls_are_audited_before_the_answer_reads_only_counted(daphne_server, make_token):
     token = make_token(scopes=["read"], name="auditor")
     session = post(daphne_server, INIT, token).headers["mcp-session-id"]
     post(daphne_server, call("get_alarm_status", {}), token, session)
     post(daphne_server, call("get_alarm_status", {"bogus": 1}, 3), token, session)
-    audited = Event.objects.filter(actor="auditor", action="tool.call")
-    deadline = time.monotonic() + 5  # written in batches, within a fraction of a second
-    while audited.count() < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    events = list(audited.order_by("id"))
+    post(daphne_server, call("set_alarm_state", {"armed": True}, 4), token, session)  # no control scope
+    events = list(Event.objects.filter(actor="auditor", action="tool.call").order_by("id"))
     assert [(e.interface, e.target, e.after["ok"]) for e in events] == [
-        ("mcp-http", "tool:get_alarm_status", True),
         ("mcp-http", "tool:get_alarm_status", False),
+        ("mcp-http", "tool:set_alarm_state", False),
     ]
-    assert events[1].before == {"bogus": 1}
+    assert events[0].before == {"bogus": 1}
+    assert "scope" in events[1].after["error"]
+    calls = httpx.get(daphne_server + "/metrics").text
+    assert (
+        'homehub_mcp_tool_calls_total{interface="mcp-http",outcome="ok",tool="get_alarm_status"} 1.0' in calls
+    )
 
 
-def test_audit_rows_waiting_at_a_clean_stop_are_written(daphne_process, make_token):
+def test_read_calls_are_kept_on_demand(live_env, make_token):
+    token = make_token(scopes=["read"], name="reader")
+    with running_hub(live_env, AUDIT_READ_CALLS="1") as hub:
+        session = post(hub.base, INIT, token).headers["mcp-session-id"]
+        post(hub.base, call("get_alarm_status", {}), token, session)
+    [event] = Event.objects.filter(actor="reader", action="tool.call")
+    assert (event.target, event.after["ok"]) == ("tool:get_alarm_status", True)
+
+
+def test_audit_rows_survive_a_kill_right_after_the_answer(daphne_process, make_token):
+    """Nothing waits in memory: what was answered is in the database, even if the process
+    is killed (SIGKILL, no shutdown handler) the moment the answer arrives."""
     base, proc = daphne_process
-    token = make_token(scopes=["read"], name="last-words")
+    token = make_token(scopes=["read", "control"], name="last-words")
     session = post(base, INIT, token).headers["mcp-session-id"]
-    post(base, call("get_alarm_status", {}), token, session)
-    proc.terminate()  # SIGTERM at once, before the batch's timer fires
+    post(base, call("get_alarm_status", {"bogus": 1}), token, session)
+    post(base, call("set_light_state", {"name": "garage", "on": True}, 3), token, session)
+    proc.kill()
     proc.wait(10)
-    assert Event.objects.filter(actor="last-words", action="tool.call").count() == 1
+    audited = Event.objects.filter(actor="last-words")
+    assert sorted(audited.values_list("action", "target")) == [
+        ("light.set", "light:garage"),
+        ("tool.call", "tool:get_alarm_status"),
+    ]
+    assert audited.get(action="light.set").interface == "mcp-http"
 
 
 def result_of(response) -> dict:

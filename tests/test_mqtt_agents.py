@@ -74,7 +74,8 @@ def test_an_llm_discovers_lists_and_calls_an_mqtt_agent(live_env, make_token, tm
     assert not Event.objects.filter(
         action="tool.call", target__in=[f"tool:{LED}", "tool:call_agent_tool"]
     ).exists()
-    assert Event.objects.filter(action="tool.call", target="tool:list_agents").exists()
+    # A successful read is counted in /metrics, not stored.
+    assert not Event.objects.filter(action="tool.call", target="tool:list_agents").exists()
 
 
 def test_mqtt_agent_served_by_a_separate_worker_over_redis(live_env, make_token, redis_url, tmp_path):

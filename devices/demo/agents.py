@@ -16,7 +16,7 @@ import paho.mqtt.client as mqtt
 from django.db import close_old_connections
 from paho.mqtt.enums import CallbackAPIVersion
 
-from devices.broadcast import send_home_event
+from devices.broadcast import announce_change
 from devices.demo.catalogue import DemoAgent
 from devices.demo.climate import Room
 from devices.demo.services import DEVICE_TYPE, readings_at
@@ -70,7 +70,7 @@ class RoomSensors:
                 else:
                     close_old_connections()
                     latest = store_batch(Batch(readings=readings, alive={r.device_id for r in readings}))
-                    send_home_event({"kind": "telemetry", "count": len(latest), "sensors": latest})
+                    announce_change({"kind": "telemetry", "count": len(latest), "sensors": latest})
             except Exception:
                 logger.exception("demo: could not record the rooms' readings")
 

@@ -8,11 +8,12 @@ POST, the GET stream of a session and a GET resuming either.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 from django.conf import settings
 
-from mcp_endpoint import jsonrpc, local_ids, relay, sse_store
+from mcp_endpoint import jsonrpc, relay, sse_store
 
 
 def _sse_event(data: dict[str, Any], event_id: str) -> bytes:
@@ -49,7 +50,7 @@ class SseStream:
         self._headers = headers
         self._priming_enabled = priming
         self._session_id = session_id
-        self.stream_id = stream_id or local_ids.new_id()
+        self.stream_id = stream_id or uuid.uuid4().hex  # letters and digits: event ids are `<id>-<seq>`
         self._record = record or sse_store.StreamRecord("post")
         self._count = max([seen, *(n for n, _ in self._record.events)])  # the next event's id follows
         self.started = False

@@ -1,18 +1,7 @@
-import re
-from datetime import timedelta
+from django.core.management.base import BaseCommand
 
-from django.core.management.base import BaseCommand, CommandError
-
+from common.pruning import parse_age
 from devices.telemetry_services import prune_telemetry
-
-UNITS = {"d": "days", "h": "hours", "m": "minutes", "w": "weeks"}
-
-
-def parse_age(text: str) -> timedelta:
-    match = re.fullmatch(r"\s*(\d+)\s*([wdhm])\s*", text)
-    if not match:
-        raise CommandError(f"an age is a number and a unit (w, d, h, m), e.g. 30d, not {text!r}")
-    return timedelta(**{UNITS[match.group(2)]: int(match.group(1))})
 
 
 class Command(BaseCommand):

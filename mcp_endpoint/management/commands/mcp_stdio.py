@@ -1,15 +1,17 @@
 import asyncio
 import contextlib
 import getpass
+import logging
 import sys
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from homehub.heap import freeze_startup_objects
-from mcp_endpoint.registry import SCOPES, Caller
+from mcp_endpoint.registry import SCOPES, Caller, registry
 from mcp_endpoint.transports.simple import serve_simple
 from mcp_endpoint.transports.stdio import serve_stdio
+
+logger = logging.getLogger(__name__)
 
 
 class Command(BaseCommand):
@@ -33,6 +35,13 @@ class Command(BaseCommand):
             raise CommandError(f"unknown scope(s): {', '.join(sorted(unknown))}")
         caller = Caller(actor=f"{getpass.getuser()}@stdio", interface="mcp-stdio", scopes=granted)
         serve = serve_simple if protocol == "simple" else serve_stdio
-        freeze_startup_objects()
+
+        async def main() -> None:
+            try:  # the devices connected to the serving process, as it offers them
+                await registry.start()
+            except Exception:
+                logger.exception("mcp_stdio: device tools are unavailable (their view did not load)")
+            await serve(caller, sys.stdin.buffer, sys.stdout.buffer, settings.MCP_MAX_MESSAGE_BYTES)
+
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(serve(caller, sys.stdin.buffer, sys.stdout.buffer, settings.MCP_MAX_MESSAGE_BYTES))
+            asyncio.run(main())

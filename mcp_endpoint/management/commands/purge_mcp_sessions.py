@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from devices.management.commands.prune_telemetry import parse_age
+from common.pruning import parse_age
 from mcp_endpoint.http_sessions import purge
 
 

@@ -1,0 +1,74 @@
+"""Announcing a committed change to every hub process, from sync code (a service's transaction).
+
+`announce(group, message)` sends `message` to the channel-layer `group` once the current
+transaction commits (at once outside one) and returns without waiting for anything: the
+committing thread may be Django's database thread of an event loop that is stopping (a
+SIGTERM), which must never wait for that loop. With the database channel layer the message
+is written in the transaction itself (`common.layers`); with Redis it is sent from a thread
+of its own, on an event loop of its own. A failure is logged: it never undoes the change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import logging
+import threading
+from typing import Any
+
+from channels.layers import get_channel_layer
+from django.db import transaction
+
+from common.layers import DatabaseChannelLayer
+
+logger = logging.getLogger(__name__)
+
+
+def announce(group: str, message: dict[str, Any]) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    if isinstance(layer, DatabaseChannelLayer):
+        layer.announce(group, message)
+    else:
+        transaction.on_commit(lambda: _sender.send(layer, group, message))
+
+
+class _Sender:
+    """An event loop in a daemon thread for sync code's sends to a layer such as Redis; what
+    is still being sent at exit gets EXIT_SECONDS to go out."""
+
+    EXIT_SECONDS = 2.0
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()
+        self._pending: set[concurrent.futures.Future[None]] = set()
+        atexit.register(self.finish)
+
+    def _running(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                threading.Thread(target=loop.run_forever, name="channel-layer-sender", daemon=True).start()
+                self._loop = loop
+            return self._loop
+
+    def send(self, layer: Any, group: str, message: dict[str, Any]) -> None:
+        future = asyncio.run_coroutine_threadsafe(_group_send(layer, group, message), self._running())
+        self._pending.add(future)
+        future.add_done_callback(self._pending.discard)
+
+    def finish(self) -> None:
+        concurrent.futures.wait(list(self._pending), timeout=self.EXIT_SECONDS)
+
+
+async def _group_send(layer: Any, group: str, message: dict[str, Any]) -> None:
+    try:
+        await layer.group_send(group, message)
+    except Exception:  # a dead Redis must not undo a committed change
+        logger.exception("could not announce %s to %s", message.get("type"), group)
+
+
+_sender = _Sender()
