@@ -1,13 +1,17 @@
 """The only code that writes telemetry: readings in batches, each sensor's latest value,
-devices' `last_seen`, rejected messages, and pruning.
+devices' `last_seen`, rejected messages, the deliveries that tell a broker's repeat from a new
+message, and pruning.
 
-The MQTT worker calls `store_batch` once per batch and acknowledges the batch's messages
-to the broker only after it returns, so a crash loses nothing; a redelivered reading hits
-the table's unique constraint and is ignored.
+The MQTT worker stores a batch in one transaction (`record_deliveries`, then `store_batch`)
+and acknowledges its messages to the broker only after the commit, so a crash loses nothing;
+a message the broker sends again because its acknowledgement never arrived is recognised by
+its session and packet id and acknowledged without being stored twice. Readings themselves
+have no uniqueness: two of a sensor with the same time and value are two readings.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -16,7 +20,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
-from devices.models import Agent, RejectedMessage, Sensor, TelemetryReading
+from devices.models import Agent, MqttDelivery, RejectedMessage, Sensor, TelemetryReading
 from devices.storable import storable_text
 from devices.telemetry_parsing import Reading, describe
 
@@ -31,6 +35,57 @@ class Batch:
     readings: list[Reading] = field(default_factory=list)
     alive: set[str] = field(default_factory=set)  # device ids heard from (readings and heartbeats)
     rejected: list[tuple[str, bytes, str]] = field(default_factory=list)  # (topic, payload, reason)
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """How one QoS 1 message reached the hub: the broker session it came through (the MQTT
+    client id), its packet id, a digest of its topic and payload, and whether the broker
+    flagged it as possibly sent before (DUP)."""
+
+    session: str
+    packet_id: int
+    digest: str
+    repeat: bool
+
+
+def message_digest(topic: str, payload: bytes) -> str:
+    return hashlib.blake2b(topic.encode("utf-8", "surrogatepass") + b"\0" + payload, digest_size=16).hexdigest()
+
+
+def record_deliveries(deliveries: Sequence[Delivery]) -> set[Delivery]:
+    """Record that these messages are being stored, inside the transaction that stores them,
+    and return those that were stored before: repeats (DUP) whose session and packet id are
+    recorded with the same digest. A message sent for the first time replaces what its packet
+    id held (the broker reuses an id only once the earlier message was acknowledged).
+
+    On PostgreSQL a repeat that another worker is storing at this moment waits here for that
+    transaction and then counts as stored; SQLite has one writer at a time anyway."""
+    meta = MqttDelivery._meta
+    quote = connection.ops.quote_name
+    table = quote(meta.db_table)
+    columns = [quote(meta.get_field(name).column) for name in ("session", "packet_id", "digest", "stored_at")]
+    session, packet_id, digest, stored_at = columns
+    upsert = (
+        f"INSERT INTO {table} ({', '.join(columns)}) VALUES (%s, %s, %s, %s) "
+        f"ON CONFLICT ({session}, {packet_id}) DO UPDATE SET "
+        f"{digest} = excluded.{digest}, {stored_at} = excluded.{stored_at}"
+    )
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    stored: set[Delivery] = set()
+    with connection.cursor() as cursor:
+        first = [(d.session, d.packet_id, d.digest, now) for d in deliveries if not d.repeat]
+        if first:
+            cursor.executemany(upsert, first)
+        for d in deliveries:
+            if d.repeat:
+                cursor.execute(
+                    f"{upsert} WHERE {table}.{digest} <> excluded.{digest} RETURNING {packet_id}",
+                    (d.session, d.packet_id, d.digest, now),
+                )
+                if cursor.fetchone() is None:
+                    stored.add(d)
+    return stored
 
 
 def _when(seconds: float) -> datetime:
@@ -69,17 +124,16 @@ def _upsert_sensors(latest: Sequence[Reading]) -> None:
 
 
 def _insert_readings(readings: Sequence[Reading], now: datetime) -> None:
-    """One prepared INSERT run for every reading (`executemany`), skipping those already
-    stored (the unique constraint: a broker's redelivery). Values go through the backend's
-    own datetime adaptation, so rows are the same as the ORM would write; what is skipped
-    is building a model instance and compiling SQL per row, most of a batch's cost."""
+    """One prepared INSERT run for every reading (`executemany`). Values go through the
+    backend's own datetime adaptation, so rows are the same as the ORM would write; what is
+    skipped is building a model instance and compiling SQL per row, most of a batch's cost."""
     meta = TelemetryReading._meta
     quote = connection.ops.quote_name
     fields = ("zone", "device_type", "device_id", "channel", "value", "unit", "measured_at", "received_at")
     columns = [meta.get_field(name).column for name in fields]
     sql = (
         f"INSERT INTO {quote(meta.db_table)} ({', '.join(map(quote, columns))}) "
-        f"VALUES ({', '.join(['%s'] * len(columns))}) ON CONFLICT DO NOTHING"
+        f"VALUES ({', '.join(['%s'] * len(columns))})"
     )
     adapt = connection.ops.adapt_datetimefield_value
     received = adapt(now)

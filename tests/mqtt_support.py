@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -113,6 +114,50 @@ def broker(folder: Path, **options: Any) -> Iterator[Broker]:
         yield running
     finally:
         running.stop()
+
+
+class Relay:
+    """A TCP relay between MQTT clients and the broker that a test can hold back one way:
+    after `hold()`, what the clients send (their PUBACKs among it) is dropped here, while what
+    the broker sends still reaches them; a client whose side closes has its broker side closed
+    too. A worker killed meanwhile has committed its batches, and the broker never hears
+    that it did: the window between storing and acknowledging, held open."""
+
+    def __init__(self, broker_port: int) -> None:
+        self.broker_port = broker_port
+        self.port = free_port()
+        self.url = f"mqtt://127.0.0.1:{self.port}"
+        self.holding = threading.Event()
+        self._server = socket.create_server(("127.0.0.1", self.port))
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def hold(self) -> None:
+        self.holding.set()
+
+    def close(self) -> None:
+        self._closed = True
+        self._server.close()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return
+            broker_side = socket.create_connection(("127.0.0.1", self.broker_port))
+            threading.Thread(target=self._pump, args=(client, broker_side, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(broker_side, client, False), daemon=True).start()
+
+    def _pump(self, source: socket.socket, target: socket.socket, upstream: bool) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                if not (upstream and self.holding.is_set()):
+                    target.sendall(data)
+        for sock in (source, target):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
 
 
 class Process:

@@ -14,8 +14,18 @@ REPORT_SECONDS = 5.0
 STALE_AFTER = timedelta(minutes=1)  # no report for this long: the worker is not running
 
 
+BAD_STATES = frozenset({"refused", "silent"})
+
+
 def report(
-    *, client_id: str, broker: str, connected: bool, since: datetime | None, counters: dict[str, int]
+    *,
+    client_id: str,
+    broker: str,
+    connected: bool,
+    since: datetime | None,
+    counters: dict[str, int],
+    subscriptions: list[dict[str, str]],
+    adopted: list[str],
 ) -> None:
     MqttWorker.objects.update_or_create(
         client_id=client_id,
@@ -25,20 +35,41 @@ def report(
             "since": since,
             "reported_at": timezone.now(),
             "counters": counters,
+            "subscriptions": subscriptions,
+            "adopted": adopted,
         },
     )
+
+
+def subscribed_before(client_id: str) -> list[str]:
+    """The topic filters this worker's previous run subscribed (its session may keep them)."""
+    row = MqttWorker.objects.filter(client_id=client_id).values_list("subscriptions", flat=True).first()
+    return [s["topic"] for s in row or [] if isinstance(s, dict) and "topic" in s]
 
 
 def workers() -> list[dict[str, Any]]:
     """Every worker that reported lately, with `running` false for those gone quiet."""
     now = timezone.now()
     rows = list(
-        MqttWorker.objects.values("client_id", "broker", "connected", "since", "reported_at", "counters")
+        MqttWorker.objects.values(
+            "client_id", "broker", "connected", "since", "reported_at", "counters", "subscriptions", "adopted"
+        )
     )
     for row in rows:
         row["running"] = now - row["reported_at"] < STALE_AFTER
         row["connected"] = row["connected"] and row["running"]
+        row["failing"] = [s for s in row["subscriptions"] if s.get("state") in BAD_STATES]
     return rows
+
+
+def failing_subscriptions(rows: list[dict[str, Any]] | None = None) -> list[dict[str, str]]:
+    """The refused or silent subscriptions of the connected workers, each with its worker."""
+    return [
+        {"worker": row["client_id"], **sub}
+        for row in (workers() if rows is None else rows)
+        if row["connected"]
+        for sub in row["failing"]
+    ]
 
 
 def broker_state() -> str:
