@@ -50,7 +50,9 @@ class Delivery:
 
 
 def message_digest(topic: str, payload: bytes) -> str:
-    return hashlib.blake2b(topic.encode("utf-8", "surrogatepass") + b"\0" + payload, digest_size=16).hexdigest()
+    return hashlib.blake2b(
+        topic.encode("utf-8", "surrogatepass") + b"\0" + payload, digest_size=16
+    ).hexdigest()
 
 
 def record_deliveries(deliveries: Sequence[Delivery]) -> set[Delivery]:

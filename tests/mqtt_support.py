@@ -39,10 +39,19 @@ def wait_until(check: Callable[[], Any], timeout: float = 20.0, every: float = 0
 
 class Broker:
     """A private Mosquitto with the shipped queue settings; anonymous unless `secure` (then
-    the shipped password file and ACL rules apply, with the given users)."""
+    the shipped password file and ACL rules apply, with the given users); `extra`: more
+    configuration lines."""
 
-    def __init__(self, folder: Path, *, secure: bool = False, users: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        *,
+        secure: bool = False,
+        users: dict[str, str] | None = None,
+        extra: tuple[str, ...] = (),
+    ) -> None:
         self.folder = folder
+        self.extra = extra
         self.port = free_port()
         self.url = f"mqtt://127.0.0.1:{self.port}"
         self.secure = secure
@@ -77,7 +86,7 @@ class Broker:
             ]
         else:
             lines.append("allow_anonymous true")
-        return "\n".join(lines) + "\n"
+        return "\n".join([*lines, *self.extra]) + "\n"
 
     def start(self) -> Broker:
         self.proc = subprocess.Popen(

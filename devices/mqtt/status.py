@@ -72,10 +72,26 @@ def failing_subscriptions(rows: list[dict[str, Any]] | None = None) -> list[dict
     ]
 
 
-def broker_state() -> str:
+def broker_state(rows: list[dict[str, Any]] | None = None) -> str:
     """`connected` if a running worker holds a link to the broker, `disconnected` if the
     running workers have none (they keep retrying), `no worker` if none is running."""
-    running = [w for w in workers() if w["running"]]
+    running = [w for w in (workers() if rows is None else rows) if w["running"]]
     if not running:
         return "no worker"
     return "connected" if any(w["connected"] for w in running) else "disconnected"
+
+
+def health(client_id: str | None = None) -> dict[str, Any]:
+    """Is MQTT working: a running worker (`client_id`, or any) linked to the broker, and no
+    subscription of a linked worker refused or silent. Names only states, never reasons (they
+    may name the broker user): the worker's log has those."""
+    rows = [w for w in workers() if client_id is None or w["client_id"] == client_id]
+    state = broker_state(rows)
+    failing = [{k: sub[k] for k in ("worker", "topic", "state")} for sub in failing_subscriptions(rows)]
+    result: dict[str, Any] = {"ok": state == "connected" and not failing, "state": state}
+    if failing:
+        result["subscriptions"] = failing
+    adopted = {w["client_id"]: w["adopted"] for w in rows if w["running"] and w["adopted"]}
+    if adopted:
+        result["adopted"] = adopted  # stopped workers whose sessions live ones stand in for
+    return result
