@@ -86,7 +86,10 @@ class Worker:
             hand_on_agents=lambda: self._publish_retained(topics.HUB_STATUS, ONLINE, True),
         )
         self.agents = AgentBridge(
-            self._publish, owner=config.client_id, default_silence=settings.MQTT_AGENT_SILENCE_SECONDS
+            self._publish,
+            owner=config.client_id,
+            default_silence=settings.MQTT_AGENT_SILENCE_SECONDS,
+            probe_seconds=settings.MQTT_AGENT_PROBE_SECONDS,
         )
         self.home = HomeBridge(self._publish_retained)
         self.connected = False
