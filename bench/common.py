@@ -262,8 +262,9 @@ class Mosquitto:
         self.proc: subprocess.Popen[bytes] | None = None
         shipped = (ROOT / "deploy" / "mosquitto" / "mosquitto.conf").read_text().splitlines()
         lines = [line for line in shipped if line.split(" ", 1)[0] not in self.SKIPPED]
-        lines += [
+        lines += [  # what Debian's main file sets, the shipped file being a conf.d part
             f"listener {self.port} 127.0.0.1",
+            "persistence true",
             f"persistence_location {folder}/",
             "allow_anonymous true",
             "user root",  # as root it would switch to a user that cannot write `folder`

@@ -68,8 +68,9 @@ class Broker:
             if key in {"listener", "persistence_location", "password_file", "acl_file", "allow_anonymous"}:
                 continue
             lines.append(line)
-        lines += [
+        lines += [  # what Debian's main file sets, the shipped file being a conf.d part
             f"listener {self.port} 127.0.0.1",
+            "persistence true",
             f"persistence_location {self.folder}/",
             "user root",  # started as root, it would switch to a user that cannot write the test's folder
         ]

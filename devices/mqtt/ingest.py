@@ -131,6 +131,9 @@ class Ingestor:
         self._thread = threading.Thread(target=self._run, name="mqtt-ingest", daemon=True)
         self._thread.start()
 
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
     def stop(self, timeout: float = 10.0) -> None:
         """Write what is queued, then end the writer thread."""
         with self._lock:

@@ -298,6 +298,10 @@ class Worker:
                 event["sensors"] = sensors
             await asend_home_event(event)
 
+    def alive(self) -> bool:
+        """Liveness (devices/mqtt/watchdog.py): the writer thread runs; the caller is on the loop."""
+        return self.ingestor.running()
+
     def snapshot(self) -> dict[str, int]:
         return {**self.ingestor.counters, **self.counters, "backlog": self.ingestor.backlog}
 
