@@ -6,7 +6,8 @@ Each case runs on a fresh private Mosquitto (loopback, free port, the shipped
 members `A` and `B` of the shared group `$share/g/t/#`, MQTT 5 and QoS 1; a member that
 "crashes" drops its socket without a DISCONNECT; one that "stops" says DISCONNECT. Members
 acknowledge what they receive unless the case holds acknowledgements back (a worker between
-storing a batch and acknowledging it). Bounded and self-stopping: about 40 s.
+storing a batch and acknowledging it). The last case runs the shipped ACL file with a broker
+user it does not name. Bounded and self-stopping: about 35 s.
 
     python bench/measure_mqtt_sessions.py            # every case, a table of what happened
     python bench/measure_mqtt_sessions.py --json     # the same as JSON
@@ -18,6 +19,7 @@ import argparse
 import json
 import socket
 import struct
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import paho.mqtt.client as mqtt
-from common import Mosquitto
+from common import ROOT, Mosquitto
 from paho.mqtt.enums import CallbackAPIVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
@@ -252,6 +254,42 @@ def raw_publish_twice(port: int, payload: str, qos: int) -> None:
         time.sleep(0.3)
 
 
+def acl_case() -> dict[str, Any]:
+    """The shipped ACL file, and a broker user it does not name: what do SUBACK and delivery say?"""
+    with tempfile.TemporaryDirectory() as folder:
+        broker = Mosquitto(Path(folder))
+        passwd = Path(folder) / "passwd"
+        passwd.touch(mode=0o600)
+        for user in ("stranger", "esp32_01"):
+            subprocess.run(["mosquitto_passwd", "-b", str(passwd), user, "pw"], check=True)
+        broker.config.write_text(
+            broker.config.read_text().replace("allow_anonymous true", "allow_anonymous false")
+            + f"password_file {passwd}\nacl_file {ROOT / 'deploy' / 'mosquitto' / 'homehub.acl'}\n"
+        )
+        broker.start()
+        try:
+            codes: list[str] = []
+            got: list[str] = []
+            listener = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="stranger", protocol=mqtt.MQTTv5)
+            listener.username_pw_set("stranger", "pw")
+            listener.on_subscribe = lambda c, u, mid, rcs, p: codes.extend(str(rc) for rc in rcs)
+            listener.on_message = lambda c, u, m: got.append(m.topic)
+            listener.connect("127.0.0.1", broker.port)
+            listener.loop_start()
+            listener.subscribe([("$share/g/office/#", 1), ("office/#", 1), ("mcp/+/response/+", 1)])
+            agent = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="esp32_01", protocol=mqtt.MQTTv5)
+            agent.username_pw_set("esp32_01", "pw")
+            agent.connect("127.0.0.1", broker.port)
+            agent.loop_start()
+            time.sleep(0.3)
+            for topic in ("office/lab/sensor/esp32_01/temperature", "mcp/esp32_01/response/1"):
+                agent.publish(topic, "1", qos=1).wait_for_publish(5)
+            time.sleep(SETTLE)
+            return {"case": acl_case.__doc__, "SUBACK": codes, "messages delivered (of 2)": len(got)}
+        finally:
+            broker.stop()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -270,7 +308,7 @@ def main() -> int:
             publisher_repeats,
         )
     ]
-    results.append(restart_case())
+    results += [restart_case(), acl_case()]
     if args.json:
         print(json.dumps(results, indent=2))
     else:
