@@ -4,6 +4,7 @@ in the SUBACK) or silently starved (Mosquitto's ACL file grants the SUBACK, then
 denies: here, the broker user the ACL does not know) is logged with its topic and reason and
 reported by `/healthz?full=1`, `/metrics` and `manage.py mqtt_health`."""
 
+import glob
 import json
 import subprocess
 import sys
@@ -17,7 +18,8 @@ from tests.test_healthz import health
 from tests.test_metrics import scrape
 
 pytestmark = pytest.mark.live
-DYNSEC = "/usr/lib/x86_64-linux-gnu/mosquitto_dynamic_security.so"
+# Debian's mosquitto package ships the plugin in the architecture's library folder.
+DYNSEC = next(iter(glob.glob("/usr/lib/*/mosquitto_dynamic_security.so")), "mosquitto_dynamic_security.so")
 
 
 def states(client_id: str) -> dict[str, dict]:
