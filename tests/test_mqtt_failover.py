@@ -73,10 +73,11 @@ def test_a_worker_killed_between_storing_and_acknowledging_stores_each_reading_o
     assert counted(["w"], "stored") == 0
 
 
-def test_a_worker_killed_before_acknowledging_is_taken_over_by_the_other(live_env, tmp_path):
+@pytest.mark.parametrize("protocol", ["5", "3.1.1"])
+def test_a_worker_killed_before_acknowledging_is_taken_over_by_the_other(live_env, tmp_path, protocol):
     """Worker b dies holding unacknowledged messages it had stored: worker a opens b's session,
     recognises those redeliveries, and stores b's share of what follows."""
-    env = worker_env(live_env, "", MQTT_SHARED_GROUP="hub")
+    env = worker_env(live_env, "", MQTT_SHARED_GROUP="hub", MQTT_PROTOCOL=protocol)
     before = mixed_readings(300, "before_env")
     with broker(tmp_path / "broker") as br:
         relay = Relay(br.port)

@@ -34,7 +34,7 @@ def mqtt_health(env: dict[str, str], *args: str) -> tuple[int, dict]:
     return done.returncode, json.loads(done.stdout)
 
 
-def test_a_broker_user_the_acl_does_not_know_is_an_outage_not_silence(live_env, tmp_path):
+def test_a_broker_user_the_acl_does_not_know_is_an_outage_not_silence(live_env, staff_client, tmp_path):
     users = {"homehub-worker": "right", "homehub": "wrong-user"}
     with broker(tmp_path / "broker", secure=True, users=users) as b:
         env = worker_env(
@@ -53,6 +53,7 @@ def test_a_broker_user_the_acl_does_not_know_is_an_outage_not_silence(live_env, 
             serving, degraded = health(base)
             figures = scrape(base)
             probe_code, probe = mqtt_health(env, "--client-id", "w")
+            page = staff_client.get("/devices/").content.decode()
         log = proc.output()
     assert TelemetryReading.objects.count() == 0  # what the issue met: connected, and nothing arrives
     assert (
@@ -69,6 +70,7 @@ def test_a_broker_user_the_acl_does_not_know_is_an_outage_not_silence(live_env, 
     assert figures[("homehub_mqtt_subscription_ok", (("topic", "office/#"), ("worker", "w")))] == 0
     assert figures[("homehub_mqtt_broker_connected", (("worker", "w"),))] == 1  # linked, and useless
     assert probe_code == 1 and probe["ok"] is False and probe["state"] == "connected"
+    assert "Subscription <code>office/#</code> of <code>w</code> is silent: nothing arrives" in page
 
 
 def test_a_subscription_refused_in_the_suback_is_reported_with_its_reason(live_env, tmp_path):
