@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import secrets
 import signal
 import statistics
 import subprocess
@@ -30,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import paho.mqtt.client as mqtt
-from common import ROOT, Mosquitto, create_database
+from common import ROOT, Mosquitto, production_database
 from paho.mqtt.enums import CallbackAPIVersion
 
 sys.path.insert(0, str(ROOT))
@@ -169,14 +168,7 @@ def main() -> int:
     parser.add_argument("--database-url", help="a PostgreSQL server (a bench database is created there)")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="bench_failover_"))
-    drop = None
-    if args.database_url:
-        database_url, drop = create_database(args.database_url, f"homehub_failover_{os.getpid()}")
-    else:
-        database_url = f"sqlite:///{workdir}/bench.sqlite3"
-    os.environ.update(DATABASE_URL=database_url, DJANGO_DEBUG="0", DJANGO_SETTINGS_MODULE="homehub.settings")
-    os.environ.setdefault("DJANGO_SECRET_KEY", secrets.token_urlsafe(50))
-    os.environ.pop("REDIS_URL", None)
+    drop = production_database(args.database_url, workdir, f"homehub_failover_{os.getpid()}")
     env = {**os.environ, "MQTT_SHARED_GROUP": "homehub", "PYTHONUNBUFFERED": "1"}
     try:
         import django

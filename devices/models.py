@@ -155,13 +155,10 @@ class MqttDelivery(models.Model):
     finds its row here was stored: it is acknowledged and not stored again, whichever worker
     stored it first. At most 65,535 rows per session (one per packet id, replaced in place)."""
 
+    pk = models.CompositePrimaryKey("session", "packet_id")
     session = models.CharField(max_length=100)
     packet_id = models.PositiveIntegerField()
-    digest = models.CharField(max_length=32)  # of topic and payload: a reused id with other content
-    stored_at = models.DateTimeField()
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["session", "packet_id"], name="unique_mqtt_delivery")]
+    digest = models.BigIntegerField()  # of topic and payload: tells a reused id with other content
 
     def __str__(self) -> str:
         return f"{self.session}#{self.packet_id}"

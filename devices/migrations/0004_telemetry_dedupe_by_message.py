@@ -18,15 +18,14 @@ class Migration(migrations.Migration):
             name="MqttDelivery",
             fields=[
                 (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    "pk",
+                    models.CompositePrimaryKey(
+                        "session", "packet_id", blank=True, editable=False, primary_key=True, serialize=False
                     ),
                 ),
                 ("session", models.CharField(max_length=100)),
                 ("packet_id", models.PositiveIntegerField()),
-                ("digest", models.CharField(max_length=32)),
-                ("stored_at", models.DateTimeField()),
+                ("digest", models.BigIntegerField()),
             ],
         ),
         migrations.AddIndex(
@@ -39,9 +38,5 @@ class Migration(migrations.Migration):
         migrations.RemoveConstraint(
             model_name="telemetryreading",
             name="telemetry_unique_reading",
-        ),
-        migrations.AddConstraint(
-            model_name="mqttdelivery",
-            constraint=models.UniqueConstraint(fields=("session", "packet_id"), name="unique_mqtt_delivery"),
         ),
     ]
