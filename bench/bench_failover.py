@@ -120,6 +120,7 @@ def run(fault: str, args: argparse.Namespace, env: dict[str, str], workdir: Path
         wait_until(lambda: rows.count() >= published, args.timeout)
         time.sleep(2)  # anything late, or twice
         b_back = MqttWorker.objects.get(client_id="b").counters.get("stored", 0)
+        repeats = sum(w.counters.get("repeats", 0) for w in MqttWorker.objects.filter(client_id__in="ab"))
         stored = list(rows.values_list("value", "received_at"))
     finally:
         for proc in procs.values():
@@ -141,6 +142,7 @@ def run(fault: str, args: argparse.Namespace, env: dict[str, str], workdir: Path
         "stored rows": len(stored),
         "lost": total - len(first_stored),
         "stored twice": len(stored) - len(first_stored),
+        "redeliveries recognised (not stored again)": repeats,
         "published while b was away": back_index - stopped_index,
         "b away s": round(args.down, 1),
         "storage delay before the fault, median / max s": (
