@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import secrets
 import shutil
 import signal
 import socket
@@ -47,7 +46,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from harness import ROOT, Mosquitto, cpu_seconds, create_database, start_py_spy
+from harness import ROOT, Mosquitto, cpu_seconds, production_database, start_py_spy
 
 sys.path.insert(0, str(ROOT))
 
@@ -403,14 +402,7 @@ def main() -> None:
         return run_subscriber(args)
 
     args.workdir = tempfile.mkdtemp(prefix="bench_mqtt_")
-    drop = None
-    if args.database_url:
-        database_url, drop = create_database(args.database_url, f"homehub_bench_{os.getpid()}")
-    else:
-        database_url = f"sqlite:///{args.workdir}/bench.sqlite3"
-    os.environ.update(DATABASE_URL=database_url, DJANGO_DEBUG="0", DJANGO_SETTINGS_MODULE="homehub.settings")
-    os.environ.setdefault("DJANGO_SECRET_KEY", secrets.token_urlsafe(50))  # required without DEBUG
-    os.environ.pop("REDIS_URL", None)
+    drop = production_database(args.database_url, Path(args.workdir), f"homehub_bench_{os.getpid()}")
     try:
         import django
 

@@ -247,6 +247,21 @@ def create_database(url: str, name: str) -> tuple[str, Callable[[], None]]:
     return urlunsplit(parts._replace(path=f"/{name}")), drop
 
 
+def production_database(server_url: str | None, folder: Path, name: str) -> Callable[[], None] | None:
+    """Point this process (and the workers it starts) at a throwaway database with production
+    settings: a database `name` created on the PostgreSQL server of `server_url`, or SQLite in
+    `folder`. Returns the drop function of a PostgreSQL one."""
+    drop = None
+    if server_url:
+        database_url, drop = create_database(server_url, name)
+    else:
+        database_url = f"sqlite:///{folder}/bench.sqlite3"
+    os.environ.update(DATABASE_URL=database_url, DJANGO_DEBUG="0", DJANGO_SETTINGS_MODULE="homehub.settings")
+    os.environ.setdefault("DJANGO_SECRET_KEY", secrets.token_urlsafe(50))  # required without DEBUG
+    os.environ.pop("REDIS_URL", None)
+    return drop
+
+
 class Mosquitto:
     """A private, anonymous Mosquitto on a free loopback port with the shipped queue and
     persistence settings (`deploy/mosquitto/mosquitto.conf`), its database in `folder`: a
@@ -262,8 +277,9 @@ class Mosquitto:
         self.proc: subprocess.Popen[bytes] | None = None
         shipped = (ROOT / "deploy" / "mosquitto" / "mosquitto.conf").read_text().splitlines()
         lines = [line for line in shipped if line.split(" ", 1)[0] not in self.SKIPPED]
-        lines += [
+        lines += [  # what Debian's main file sets, the shipped file being a conf.d part
             f"listener {self.port} 127.0.0.1",
+            "persistence true",
             f"persistence_location {folder}/",
             "allow_anonymous true",
             "user root",  # as root it would switch to a user that cannot write `folder`

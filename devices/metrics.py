@@ -39,9 +39,28 @@ class DevicesCollector:
             "1 if the MQTT worker holds a link to the broker, 0 if it is retrying (running workers only).",
             labels=["worker"],
         )
+        delivering = GaugeMetricFamily(
+            "homehub_mqtt_subscription_ok",
+            "0 if the broker refused the subscription or nothing arrives on it (its delivery probe "
+            "did not come back), else 1 (connected workers only).",
+            labels=["worker", "topic"],
+        )
+        adopted = GaugeMetricFamily(
+            "homehub_mqtt_sessions_adopted",
+            "Sessions of stopped workers that this worker holds (shared-group failover).",
+            labels=["worker"],
+        )
         for worker in running:
             connected.add_metric([worker["client_id"]], 1 if worker["connected"] else 0)
+            adopted.add_metric([worker["client_id"]], len(worker["adopted"]))
+            if worker["connected"]:
+                for sub in worker["subscriptions"]:
+                    delivering.add_metric(
+                        [worker["client_id"], sub["topic"]], 0 if sub in worker["failing"] else 1
+                    )
         yield connected
+        yield delivering
+        yield adopted
         yield GaugeMetricFamily(
             "homehub_mqtt_workers_running",
             "MQTT workers that reported in the last minute.",

@@ -115,15 +115,15 @@ class TelemetryReading(SensorValue):
 
     class Meta:
         ordering = ["-measured_at"]
-        constraints = [
-            # A broker's redelivery of a reading already stored is the same sensor, time and
-            # value: it is ignored. The index also serves "latest" and "range" queries.
-            models.UniqueConstraint(
-                fields=["zone", "device_type", "device_id", "channel", "measured_at", "value"],
-                name="telemetry_unique_reading",
+        # Two readings of one sensor may share a time and a value (distinct readings are never
+        # merged); a broker's redelivery is recognised by its message (`MqttDelivery`).
+        indexes = [
+            models.Index(
+                fields=["zone", "device_type", "device_id", "channel", "measured_at"],
+                name="telemetry_sensor_time",
             ),
+            models.Index(fields=["measured_at"], name="telemetry_time"),
         ]
-        indexes = [models.Index(fields=["measured_at"], name="telemetry_time")]
 
     def __str__(self) -> str:
         return f"{self.path}={self.value}{self.unit}"
@@ -143,6 +143,25 @@ class Sensor(SensorValue):
 
     def __str__(self) -> str:
         return f"{self.path}={self.value}{self.unit}"
+
+
+class MqttDelivery(models.Model):
+    """The last QoS 1 message the hub stored from each packet id of each broker session.
+
+    A broker sends an unacknowledged message again only to the same session (the client id),
+    with the same packet id and the DUP flag; a message it sends for the first time has DUP
+    unset, and a packet id is reused only once acknowledged (docs/MQTT.md has the
+    measurements). Written in the same transaction as the message's reading, so a repeat that
+    finds its row here was stored: it is acknowledged and not stored again, whichever worker
+    stored it first. At most 65,535 rows per session (one per packet id, replaced in place)."""
+
+    pk = models.CompositePrimaryKey("session", "packet_id")
+    session = models.CharField(max_length=100)
+    packet_id = models.PositiveIntegerField()
+    digest = models.BigIntegerField()  # of topic and payload: tells a reused id with other content
+
+    def __str__(self) -> str:
+        return f"{self.session}#{self.packet_id}"
 
 
 class RejectedMessage(models.Model):
@@ -171,6 +190,9 @@ class MqttWorker(models.Model):
     since = models.DateTimeField(null=True, blank=True)
     reported_at = models.DateTimeField()
     counters = models.JSONField(default=dict, blank=True)
+    # [{"topic", "state", "reason"}]: each subscription `ok`, `refused`, `silent` or `pending`.
+    subscriptions = models.JSONField(default=list, blank=True)
+    adopted = models.JSONField(default=list, blank=True)  # client ids of stopped workers it stands in for
 
     class Meta:
         ordering = ["client_id"]

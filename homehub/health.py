@@ -1,7 +1,14 @@
-"""`/healthz`: is this hub process able to do its job? Each check answers a small dict with
-`ok`; failures name only the kind of error (never a URL, host or message that could carry a
-secret). Cheap enough to be probed every few seconds: one query, one channel-layer round trip
-and one read of the MQTT workers' reports."""
+"""`/healthz`: can this process serve HTTP (for load balancers), and `/healthz?full=1`: is
+every dependency up (for monitoring)?
+
+Both run every check and report each in the body; they differ in what makes them answer 503.
+`/healthz` needs what serving a request needs, the database and the channel layer: a broker
+outage leaves the web tier in rotation (the body says `"status": "degraded"` and names
+`mqtt`). `/healthz?full=1` also needs MQTT (unless `HEALTHZ_CHECK_MQTT=0`, a hub without it):
+a running worker linked to the broker, every subscription delivering. Each check answers a
+small dict with `ok`; failures name only the kind of error (never a URL, host or message that
+could carry a secret). Cheap enough to be probed every few seconds: one query, one
+channel-layer round trip and one read of the MQTT workers' reports."""
 
 from __future__ import annotations
 
@@ -27,8 +34,7 @@ def _database() -> dict[str, Any]:
 
 
 def _mqtt() -> dict[str, Any]:
-    state = status.broker_state()
-    return {"ok": state == "connected", "state": state}
+    return status.health()
 
 
 async def _channel_layer() -> dict[str, Any]:
@@ -53,8 +59,12 @@ async def _guarded(check) -> dict[str, Any]:
         return {"ok": False, "error": type(exc).__name__}
 
 
-async def report() -> dict[str, Any]:
-    """Every configured check; `down` names the failing ones (empty: healthy)."""
+SERVING = ("database", "channel_layer")  # what answering a request needs
+
+
+async def report(*, full: bool = False) -> dict[str, Any]:
+    """Every configured check. `down` names the failing ones this view requires (the answer
+    is 503 when it is not empty), `degraded` the other failing ones."""
     checks = {
         "database": _guarded(sync_to_async(_database)),
         "channel_layer": _guarded(_channel_layer),
@@ -62,5 +72,8 @@ async def report() -> dict[str, Any]:
     if settings.HEALTHZ_CHECK_MQTT:
         checks["mqtt"] = _guarded(sync_to_async(_mqtt))
     results = dict(zip(checks, await asyncio.gather(*checks.values()), strict=True))
-    down = [name for name, result in results.items() if not result["ok"]]
-    return {"status": "down" if down else "ok", "down": down, "checks": results}
+    failing = [name for name, result in results.items() if not result["ok"]]
+    down = [name for name in failing if full or name in SERVING]
+    degraded = [name for name in failing if name not in down]
+    state = "down" if down else "degraded" if degraded else "ok"
+    return {"status": state, "down": down, "degraded": degraded, "checks": results}

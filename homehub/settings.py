@@ -152,8 +152,13 @@ MQTT_SESSION_EXPIRY_SECONDS = int(os.environ.get("MQTT_SESSION_EXPIRY_SECONDS", 
 MQTT_KEEPALIVE_SECONDS = int(os.environ.get("MQTT_KEEPALIVE_SECONDS", 30))
 # Set: workers subscribe $share/<group>/... and split telemetry and commands between them.
 MQTT_SHARED_GROUP = os.environ.get("MQTT_SHARED_GROUP", "")
-# An MQTT agent that declared no heartbeat is offline after this much silence (0: only its last will).
-MQTT_AGENT_SILENCE_SECONDS = float(os.environ.get("MQTT_AGENT_SILENCE_SECONDS", 0))
+# An MQTT agent that declared no heartbeat, silent this long, gets a presence check (0: only its
+# last will says it is gone); one that does not answer the check in time is offline.
+MQTT_AGENT_SILENCE_SECONDS = float(os.environ.get("MQTT_AGENT_SILENCE_SECONDS", 60))
+MQTT_AGENT_PROBE_SECONDS = float(os.environ.get("MQTT_AGENT_PROBE_SECONDS", 3))
+# Every subscription's delivery is proven by a probe this often, which must come back in time.
+MQTT_PROBE_SECONDS = float(os.environ.get("MQTT_PROBE_SECONDS", 30))
+MQTT_PROBE_TIMEOUT_SECONDS = float(os.environ.get("MQTT_PROBE_TIMEOUT_SECONDS", 10))
 # Live sensor values go to the dashboard at most this often.
 MQTT_BROADCAST_SECONDS = float(os.environ.get("MQTT_BROADCAST_SECONDS", 1.0))
 # `manage.py serve` (the README's run command) runs the worker inside the hub's process.

@@ -14,8 +14,9 @@ from homehub import metrics as prometheus
 @never_cache
 @require_GET
 async def healthz(request: HttpRequest) -> JsonResponse:
-    """200 when everything configured is up, 503 naming what is down. No login, no secrets."""
-    result = await health.report()
+    """200 when this process can serve (`?full=1`: when every dependency is up), else 503 naming
+    what is down. No login, no secrets."""
+    result = await health.report(full=request.GET.get("full", "") not in {"", "0"})
     return JsonResponse(result, status=503 if result["down"] else 200)
 
 

@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -38,10 +39,19 @@ def wait_until(check: Callable[[], Any], timeout: float = 20.0, every: float = 0
 
 class Broker:
     """A private Mosquitto with the shipped queue settings; anonymous unless `secure` (then
-    the shipped password file and ACL rules apply, with the given users)."""
+    the shipped password file and ACL rules apply, with the given users); `extra`: more
+    configuration lines."""
 
-    def __init__(self, folder: Path, *, secure: bool = False, users: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        *,
+        secure: bool = False,
+        users: dict[str, str] | None = None,
+        extra: tuple[str, ...] = (),
+    ) -> None:
         self.folder = folder
+        self.extra = extra
         self.port = free_port()
         self.url = f"mqtt://127.0.0.1:{self.port}"
         self.secure = secure
@@ -58,8 +68,9 @@ class Broker:
             if key in {"listener", "persistence_location", "password_file", "acl_file", "allow_anonymous"}:
                 continue
             lines.append(line)
-        lines += [
+        lines += [  # what Debian's main file sets, the shipped file being a conf.d part
             f"listener {self.port} 127.0.0.1",
+            "persistence true",
             f"persistence_location {self.folder}/",
             "user root",  # started as root, it would switch to a user that cannot write the test's folder
         ]
@@ -76,7 +87,7 @@ class Broker:
             ]
         else:
             lines.append("allow_anonymous true")
-        return "\n".join(lines) + "\n"
+        return "\n".join([*lines, *self.extra]) + "\n"
 
     def start(self) -> Broker:
         self.proc = subprocess.Popen(
@@ -113,6 +124,50 @@ def broker(folder: Path, **options: Any) -> Iterator[Broker]:
         yield running
     finally:
         running.stop()
+
+
+class Relay:
+    """A TCP relay between MQTT clients and the broker that a test can hold back one way:
+    after `hold()`, what the clients send (their PUBACKs among it) is dropped here, while what
+    the broker sends still reaches them; a client whose side closes has its broker side closed
+    too. A worker killed meanwhile has committed its batches, and the broker never hears
+    that it did: the window between storing and acknowledging, held open."""
+
+    def __init__(self, broker_port: int) -> None:
+        self.broker_port = broker_port
+        self.port = free_port()
+        self.url = f"mqtt://127.0.0.1:{self.port}"
+        self.holding = threading.Event()
+        self._server = socket.create_server(("127.0.0.1", self.port))
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def hold(self) -> None:
+        self.holding.set()
+
+    def close(self) -> None:
+        self._closed = True
+        self._server.close()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return
+            broker_side = socket.create_connection(("127.0.0.1", self.broker_port))
+            threading.Thread(target=self._pump, args=(client, broker_side, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(broker_side, client, False), daemon=True).start()
+
+    def _pump(self, source: socket.socket, target: socket.socket, upstream: bool) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                if not (upstream and self.holding.is_set()):
+                    target.sendall(data)
+        for sock in (source, target):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
 
 
 class Process:

@@ -12,21 +12,17 @@ import sys
 import httpx
 import pytest
 
+from tests.deploy_support import env_example
 from tests.devices_support import hub
 from tests.hub_support import ROOT
 
 pytestmark = pytest.mark.live
-EXAMPLE = ROOT / "deploy" / "homehub.env.example"
 
 
 def production_env(base: dict[str, str], **overrides: str) -> dict[str, str]:
     """`base` with the example's settings, its placeholders filled with throwaway values."""
     env = dict(base)
-    for line in EXAMPLE.read_text().splitlines():
-        if not line.strip() or line.startswith("#"):
-            continue
-        name, _, value = line.partition("=")
-        value = value.strip('"')  # as systemd's EnvironmentFile reads it
+    for name, value in env_example().items():
         if "<" in value:
             value = secrets.token_urlsafe(50) if name == "DJANGO_SECRET_KEY" else "placeholder"
         env[name] = value

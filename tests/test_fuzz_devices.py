@@ -22,7 +22,7 @@ from devices.models import Agent, Event, RejectedMessage, TelemetryReading
 from devices.mqtt.agents import AnnouncementError, parse_announcement
 from devices.mqtt.connection import BrokerConfig
 from devices.mqtt.home import CommandError, parse_switch
-from devices.mqtt.ingest import Ingestor
+from devices.mqtt.ingest import Ingestor, Source
 from devices.mqtt.worker import Worker
 from devices.services import seed_home
 from homehub.asgi import application
@@ -203,15 +203,16 @@ def test_ingest_stores_or_rejects_every_message(messages):
             done.set()
 
     ingestor = Ingestor(
-        ack, lambda latest, alive: None, batch_size=3, batch_seconds=0, queue_limit=4, rejected_keep=1000
+        lambda latest, alive: None, batch_size=3, batch_seconds=0, queue_limit=4, rejected_keep=1000
     )
+    source = Source("fuzz", ack)
     rejected_before = RejectedMessage.objects.count()
     ingestor.start()
 
     def feed() -> None:  # in a thread, as paho's: offer() blocks while the bounded queue is full
         for mid, (topic, payload, qos) in enumerate(messages, 1):
-            ingestor.offer(topic, payload, mid, qos)
-        ingestor.offer(GOOD_TOPIC, b'{"value": 21.5, "unit": "c"}', len(messages) + 1, 1)
+            ingestor.offer(source, topic, payload, mid, qos)
+        ingestor.offer(source, GOOD_TOPIC, b'{"value": 21.5, "unit": "c"}', len(messages) + 1, 1)
 
     feeder = threading.Thread(target=feed)
     feeder.start()

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from devices.agent_services import register_agent
 from devices.models import Event, Light, TelemetryReading
-from devices.mqtt.ingest import Ingestor
+from devices.mqtt.ingest import Ingestor, Source
 from devices.services import seed_home
 from homehub.asgi import application
 from mcp_endpoint import jsonrpc
@@ -289,8 +289,8 @@ def test_a_silent_device_is_pinged_then_closed_with_4408(settings):
 def test_a_full_telemetry_queue_stops_reading_until_the_writer_catches_up():
     """Past MQTT_QUEUE_LIMIT, `offer` (paho's network thread) waits: the broker keeps the rest."""
     acked: list[int] = []
+    source = Source("limits", lambda mid, qos: acked.append(mid))
     ingestor = Ingestor(
-        lambda mid, qos: acked.append(mid),
         lambda latest, alive: None,
         batch_size=1,
         batch_seconds=0,
@@ -299,7 +299,9 @@ def test_a_full_telemetry_queue_stops_reading_until_the_writer_catches_up():
     )
     topic = "office/lab/temp/t1/temperature"
     feeder = threading.Thread(
-        target=lambda: [ingestor.offer(topic, json.dumps({"value": n}).encode(), n, 1) for n in range(1, 7)]
+        target=lambda: [
+            ingestor.offer(source, topic, json.dumps({"value": n}).encode(), n, 1) for n in range(1, 7)
+        ]
     )
     feeder.start()
     wait_until(lambda: ingestor.backlog == 3, what="a full queue")

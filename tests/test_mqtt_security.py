@@ -11,17 +11,29 @@ from devices.models import Light, MqttWorker, TelemetryReading
 from tests.mqtt_support import Process, broker, client, publish_all, wait_until, worker_env
 
 pytestmark = pytest.mark.live
-USERS = {"homehub": "hub-secret", "esp32_01": "agent-secret", "esp32_02": "other-secret"}
+USERS = {"homehub-worker": "hub-secret", "esp32_01": "agent-secret", "esp32_02": "other-secret"}
 
 
 def test_agents_are_confined_to_their_own_topics(live_env, tmp_path):
     with broker(tmp_path / "broker", secure=True, users=USERS) as b:
         env = worker_env(
-            live_env, b.url, MQTT_USERNAME="homehub", MQTT_PASSWORD="hub-secret", MQTT_SHARED_GROUP="hub"
+            live_env,
+            b.url,
+            MQTT_USERNAME="homehub-worker",
+            MQTT_PASSWORD="hub-secret",
+            MQTT_SHARED_GROUP="hub",
         )
         proc = Process(["mqtt_worker", "--client-id", "secure"], env, tmp_path / "w.log")
         try:
             wait_until(lambda: MqttWorker.objects.filter(client_id="secure", connected=True).exists())
+            # The shipped ACL gives the worker every subscription, and its probes come back.
+            states = wait_until(
+                lambda: (
+                    {s["state"] for s in MqttWorker.objects.get(client_id="secure").subscriptions} == {"ok"}
+                ),
+                what="every subscription delivering",
+            )
+            assert states
             agent = client(b.url, client_id="esp32_01", username="esp32_01", password="agent-secret")
             requests = []
             agent.on_message = lambda c, u, m: requests.append(m.topic)

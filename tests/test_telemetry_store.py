@@ -1,18 +1,19 @@
-"""`telemetry_services.store_batch` writes readings with one prepared INSERT: rows the ORM
-reads back exactly, a redelivered reading skipped, and ORM-written rows recognised as the
-same reading (the same datetime representation in the unique constraint)."""
+"""`telemetry_services.store_batch` writes readings with one prepared INSERT (rows the ORM reads
+back exactly, equal readings all kept), and `record_deliveries` tells a broker's repeat of a
+stored message from a new one by its session, packet id and digest."""
 
 from datetime import UTC, datetime
 
 import pytest
 
 from devices import telemetry_services
-from devices.models import RejectedMessage, Sensor, TelemetryReading
+from devices.models import MqttDelivery, RejectedMessage, Sensor, TelemetryReading
 from devices.telemetry_parsing import Reading
+from devices.telemetry_services import Delivery, record_deliveries
 
 pytestmark = pytest.mark.django_db
 
-AT = 1715840000.123  # milliseconds matter: they are part of the reading's identity
+AT = 1715840000.123
 
 
 def reading(value: float = 24.5, at: float = AT, channel: str = "temperature") -> Reading:
@@ -37,24 +38,29 @@ def test_rows_read_back_as_stored():
     assert Sensor.objects.get(channel="temperature").value == 0.0
 
 
-def test_a_redelivered_reading_is_not_stored_twice():
+def test_readings_with_the_same_time_and_value_are_all_kept():
+    """Two readings are two readings: only a broker's repeat of one message is not stored again."""
     store(reading(), reading(25.0, AT + 1))
-    store(reading(25.0, AT + 1), reading(26.0, AT + 2))  # one old, one new
-    assert TelemetryReading.objects.count() == 3
+    store(reading(25.0, AT + 1), reading(26.0, AT + 2))
+    assert TelemetryReading.objects.count() == 4
+    assert TelemetryReading.objects.filter(value=25.0).count() == 2
 
 
-def test_a_row_written_by_the_orm_is_the_same_reading():
-    TelemetryReading.objects.create(
-        zone="lab",
-        device_type="sensor",
-        device_id="env_01",
-        channel="temperature",
-        value=24.5,
-        unit="c",
-        measured_at=datetime.fromtimestamp(AT, UTC),
-    )
-    store(reading())
-    assert TelemetryReading.objects.count() == 1
+def delivery(packet_id: int, payload: bytes, *, repeat: bool, session: str = "w1") -> Delivery:
+    return Delivery(session, packet_id, telemetry_services.message_digest("office/t", payload), repeat)
+
+
+def test_a_repeat_of_a_stored_message_is_recognised_and_nothing_else_is():
+    assert record_deliveries([delivery(1, b"20", repeat=False), delivery(2, b"21", repeat=False)]) == set()
+    again = delivery(1, b"20", repeat=True)
+    assert record_deliveries([again]) == {again}  # stored before: not again
+    assert record_deliveries([delivery(3, b"22", repeat=True)]) == set()  # sent before, never stored
+    assert record_deliveries([delivery(2, b"other", repeat=True)]) == set()  # the id reused for another
+    assert record_deliveries([delivery(1, b"20", repeat=True, session="w2")]) == set()  # another session
+    # A first delivery reuses an acknowledged id: the row now stands for the new message.
+    assert record_deliveries([delivery(1, b"30", repeat=False)]) == set()
+    assert record_deliveries([delivery(1, b"30", repeat=True)]) == {delivery(1, b"30", repeat=True)}
+    assert MqttDelivery.objects.count() == 4  # one row per session and packet id
 
 
 def test_rejected_messages_are_kept_beside_readings():

@@ -20,7 +20,14 @@ had joined, and every call reached the agent twice; or neither, when the words c
 
 An agent is offline after its last will (`offline` on `mcp/{id}/status`), or after it has
 been silent for three of its declared heartbeats (`"heartbeat": seconds` in its
-announcement; `MQTT_AGENT_SILENCE_SECONDS` for agents that declare none).
+announcement). One that declares none, silent for `MQTT_AGENT_SILENCE_SECONDS` (60 by
+default; anything it sends counts, its telemetry included), is asked whether it is still
+there: a presence check, the one request every seed-004 agent answers (its tool list), given
+`MQTT_AGENT_PROBE_SECONDS`; no answer, and it is offline. A call to an agent silent for more
+than `HEARD_RECENTLY_SECONDS` makes the same check first, so that a call to a board that died
+without a last will fails within seconds, saying so, instead of waiting out the call's
+timeout. No check is made while the agent has a request in flight (it may be busy with a long
+tool, and a board that serves one request at a time would seem gone).
 """
 
 from __future__ import annotations
@@ -41,13 +48,14 @@ from devices.mqtt import topics
 from devices.storable import storable_text
 from homehub.groups import keep_joined, receive_forever
 from mcp_endpoint import jsonrpc
-from mcp_endpoint.client import SOMS, Dialect, McpClient, McpClientError
+from mcp_endpoint.client import SOMS, Dialect, McpClient, McpClientError, RemoteError
 
 logger = logging.getLogger(__name__)
 
 STANDARD = Dialect(string_ids=True)  # tools/list and tools/call, fresh string ids
 HEARTBEATS_OF_SILENCE = 3
 SWEEP_SECONDS = 2.0
+HEARD_RECENTLY_SECONDS = 10.0  # a call to an agent silent longer checks its presence first
 MAX_CAPABILITIES = 50
 
 Publish = Callable[[str, str], None]
@@ -103,15 +111,23 @@ class Link:
     client: McpClient
     call_timeout: float
     allowance: float | None  # seconds of silence before it counts as gone
+    declared: bool  # the allowance comes from its heartbeat: silence alone decides
     heard: float = field(default_factory=time.monotonic)
     discovery: asyncio.Task[Any] | None = None
+    checking: asyncio.Task[bool] | None = None  # a presence check under way
+
+    def silent_for(self) -> float:
+        return time.monotonic() - self.heard
 
 
 class AgentBridge:
-    def __init__(self, publish: Publish, *, owner: str, default_silence: float) -> None:
+    def __init__(
+        self, publish: Publish, *, owner: str, default_silence: float, probe_seconds: float = 3.0
+    ) -> None:
         self._publish = publish  # paho's publish is thread-safe and does not block
         self.owner = owner  # the worker's client id, the prefix of its agents' sessions
         self.default_silence = default_silence
+        self.probe_seconds = probe_seconds
         self._links: dict[str, Link] = {}
         self._announcing: dict[str, asyncio.Lock] = {}
         self._layer: Any = None
@@ -171,6 +187,7 @@ class AgentBridge:
             client=McpClient(self._sender(agent_id), dialect=announcement.dialect),
             call_timeout=agent.call_timeout,
             allowance=silence or None,
+            declared=bool(heartbeat),
         )
         self._links[agent_id] = link
         agent_channels.local_devices[agent_id] = self._server(agent_id)
@@ -228,6 +245,8 @@ class AgentBridge:
         try:
             tools = await link.client.list_tools()
         except McpClientError as exc:
+            if self._links.get(link.agent_id) is not link:
+                return  # replaced by its next announcement (each reconnection brings a few), or gone
             logger.warning("agent %s: discovery failed: %s", link.agent_id, exc)
             await agent_services.aagent_discovery_failed(link.agent_id, link.session_id, str(exc))
             return
@@ -244,6 +263,17 @@ class AgentBridge:
     ) -> Callable[[str, dict[str, Any], float], Coroutine[Any, Any, dict[str, Any]]]:
         async def serve(tool: str, arguments: dict[str, Any], timeout: float) -> dict[str, Any]:
             link = self._links.get(agent_id)
+            if link is not None and link.silent_for() > HEARD_RECENTLY_SECONDS:
+                silent = link.silent_for()
+                if not await self._check_presence(link):
+                    return {
+                        "failure": "gone",
+                        "message": (
+                            f"the agent has been silent for {silent:.0f} s and did not answer a presence "
+                            f"check within {self.probe_seconds:g} s, so the call was not sent; it is "
+                            "offline until it announces itself again"
+                        ),
+                    }
             client = link.client if link is not None else None
             return await agent_channels.call_reply(client, agent_id, tool, arguments, timeout)
 
@@ -273,10 +303,44 @@ class AgentBridge:
     async def _sweep(self) -> None:
         while True:
             await asyncio.sleep(SWEEP_SECONDS)
-            now = time.monotonic()
             for link in list(self._links.values()):
-                if link.allowance is not None and now - link.heard > link.allowance:
+                if link.allowance is None or link.silent_for() <= link.allowance:
+                    continue
+                if link.declared:
                     await self._gone(link.agent_id, f"silent for more than {link.allowance:g} s")
+                elif link.checking is None:
+                    self._spawn(self._check_presence(link))
+
+    async def _check_presence(self, link: Link) -> bool:
+        """Is a silent agent still there? One check at a time per agent, none while it has a
+        request in flight; an agent that does not answer in time goes offline."""
+        if link.checking is None:
+            link.checking = self._spawn(self._ask_presence(link))
+        checking = link.checking
+        try:
+            return await asyncio.shield(checking)
+        finally:
+            if checking.done() and link.checking is checking:
+                link.checking = None
+
+    async def _ask_presence(self, link: Link) -> bool:
+        if link.client.pending:
+            return True  # busy, perhaps with a long tool: its own timeout will tell
+        silent = link.silent_for()
+        try:
+            await link.client.request(link.client.dialect.list_tools, {}, timeout=self.probe_seconds)
+        except RemoteError:
+            pass  # an error is an answer
+        except McpClientError:
+            if self._links.get(link.agent_id) is link:
+                wait = self.probe_seconds
+                await self._gone(
+                    link.agent_id,
+                    f"silent for {silent:.0f} s, no answer to a presence check within {wait:g} s",
+                )
+            return False
+        link.heard = time.monotonic()
+        return True
 
     # --- calls from other processes ------------------------------------------------------------
 

@@ -1,16 +1,19 @@
-"""Telemetry from the broker to the database, in batches, without losing any.
+"""Telemetry from the broker to the database, in batches, without losing any or storing any twice.
 
 paho's network thread only queues each message (`offer`); a writer thread takes up to
-`batch_size` messages, or what came within `batch_seconds` of the first, parses them,
-stores them in one transaction (`telemetry_services.store_batch`) and only then
-acknowledges the QoS 1 ones, so a crash or a database outage loses nothing: the broker
-redelivers what was never acknowledged, and the unique constraint ignores a reading
-stored twice. The queue is bounded: when it is full the network thread waits, the broker
-stops sending (TCP and MQTT flow control) and queues for us instead.
+`batch_size` messages, or what came within `batch_seconds` of the first, and in one
+transaction records their deliveries (`telemetry_services.record_deliveries`), parses and
+stores those not stored before (`store_batch`); only after the commit does it acknowledge
+the QoS 1 ones. So a crash or a database outage loses nothing (the broker sends again what
+was never acknowledged), and what the broker sends again after the commit is recognised by
+its session and packet id and acknowledged without being stored twice. The queue is
+bounded: when it is full the network thread waits, the broker stops sending (TCP and MQTT
+flow control) and queues for us instead.
 
-Acknowledgements belong to one connection: message ids restart on each one. Messages of
-a lost connection are neither acknowledged nor kept (QoS 1 ones come back); the
-`generation` counter tells them apart.
+Messages arrive through a `Source`: the worker's own connection, or a session it adopted
+from a stopped worker (devices/mqtt/adoption.py). Acknowledgements belong to one connection
+of a source: packet ids restart on each one. Messages of a lost connection are neither
+acknowledged nor kept (QoS 1 ones come back); the source's `generation` tells them apart.
 """
 
 from __future__ import annotations
@@ -23,10 +26,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import close_old_connections, connection
+from django.db import close_old_connections, connection, transaction
 
 from devices import metrics, telemetry_services
 from devices.telemetry_parsing import Heartbeat, Rejected, parse
+from devices.telemetry_services import Delivery, message_digest
 
 logger = logging.getLogger(__name__)
 
@@ -37,20 +41,38 @@ Ack = Callable[[int, int], None]
 Stored = Callable[[list[dict[str, Any]], set[str]], None]
 
 
+class Source:
+    """A broker session messages arrive through: its client id, how to acknowledge on its
+    current connection, and that connection's generation."""
+
+    def __init__(self, session: str, ack: Ack) -> None:
+        self.session = session
+        self.ack = ack
+        self.generation = 0
+
+
 @dataclass(slots=True)
 class Incoming:
     topic: str
     payload: bytes
     mid: int
     qos: int
+    repeat: bool  # the broker's DUP flag
+    source: Source
     generation: int
     received: float
+
+    @property
+    def delivery(self) -> Delivery | None:
+        if not self.qos:
+            return None  # never sent again: nothing to recognise
+        digest = message_digest(self.topic, self.payload)
+        return Delivery(self.source.session, self.mid, digest, self.repeat)
 
 
 class Ingestor:
     def __init__(
         self,
-        ack: Ack,
         on_stored: Stored,
         *,
         batch_size: int,
@@ -58,7 +80,6 @@ class Ingestor:
         queue_limit: int,
         rejected_keep: int,
     ) -> None:
-        self._ack = ack
         self._on_stored = on_stored
         self.batch_size = max(1, batch_size)
         self.batch_seconds = batch_seconds
@@ -68,14 +89,24 @@ class Ingestor:
         self._lock = threading.Condition()
         self._stopping = False
         self._thread: threading.Thread | None = None
-        self.generation = 0
-        self.counters = {"received": 0, "stored": 0, "rejected": 0, "heartbeats": 0, "batches": 0}
+        self.counters = {
+            "received": 0,
+            "stored": 0,
+            "rejected": 0,
+            "heartbeats": 0,
+            "batches": 0,
+            "repeats": 0,
+        }
         self._rejections_since_prune = 0
 
-    # --- paho's network thread -------------------------------------------------------------
+    # --- paho's network threads ------------------------------------------------------------
 
-    def offer(self, topic: str, payload: bytes, mid: int, qos: int) -> None:
-        incoming = Incoming(topic, payload, mid, qos, self.generation, time.time())
+    def offer(
+        self, source: Source, topic: str, payload: bytes, mid: int, qos: int, repeat: bool = False
+    ) -> None:
+        """Queue a message received through `source` (waits while the queue is full);
+        `repeat` is the broker's DUP flag."""
+        incoming = Incoming(topic, payload, mid, qos, repeat, source, source.generation, time.time())
         with self._lock:
             while len(self._queue) >= self.queue_limit and not self._stopping:
                 self._lock.wait(0.5)  # backpressure: stop reading until the writer catches up
@@ -84,12 +115,11 @@ class Ingestor:
             if len(self._queue) == 1 or len(self._queue) >= self.batch_size:
                 self._lock.notify_all()
 
-    def connection_lost(self) -> None:
+    def connection_lost(self, source: Source) -> None:
         """Forget the lost connection's unacknowledged messages: the broker sends them again."""
         with self._lock:
-            self.generation += 1
-            kept = deque(m for m in self._queue if m.qos == 0)
-            self._queue = kept
+            source.generation += 1
+            self._queue = deque(m for m in self._queue if m.source is not source or m.qos == 0)
 
     @property
     def backlog(self) -> int:
@@ -100,6 +130,9 @@ class Ingestor:
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="mqtt-ingest", daemon=True)
         self._thread.start()
+
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
 
     def stop(self, timeout: float = 10.0) -> None:
         """Write what is queued, then end the writer thread."""
@@ -152,13 +185,25 @@ class Ingestor:
             batch.alive.add(item.device_id)
         return batch, heartbeats
 
+    def _store(
+        self, messages: list[Incoming]
+    ) -> tuple[list[dict[str, Any]], telemetry_services.Batch, int, int]:
+        """One transaction: the deliveries recorded, then what was not stored before. Returns
+        the latest values, the batch stored, its heartbeats and how many were repeats."""
+        with transaction.atomic():
+            deliveries = {id(m): d for m in messages if (d := m.delivery) is not None}
+            repeats = telemetry_services.record_deliveries(list(deliveries.values()))
+            fresh = [m for m in messages if deliveries.get(id(m)) not in repeats]
+            batch, heartbeats = self._batch(fresh)
+            latest = telemetry_services.store_batch(batch)
+        return latest, batch, heartbeats, len(messages) - len(fresh)
+
     def _write(self, messages: list[Incoming]) -> None:
-        batch, heartbeats = self._batch(messages)
         delay = 0.5
         while True:
             try:
                 close_old_connections()
-                latest = telemetry_services.store_batch(batch)
+                latest, batch, heartbeats, repeats = self._store(messages)
                 break
             except Exception:
                 # The database is away: keep the batch (unacknowledged) and try again; the
@@ -168,14 +213,14 @@ class Ingestor:
                 time.sleep(delay)
                 delay = min(delay * 2, RETRY_MAX_SECONDS)
         with self._lock:
-            generation = self.generation
             for message in messages:
-                if message.qos and message.generation == generation:
-                    self._ack(message.mid, message.qos)
+                if message.qos and message.generation == message.source.generation:
+                    message.source.ack(message.mid, message.qos)
             self.counters["stored"] += len(batch.readings)
             self.counters["rejected"] += len(batch.rejected)
             self.counters["heartbeats"] += heartbeats
             self.counters["batches"] += 1
+            self.counters["repeats"] += repeats
         metrics.READINGS_STORED.inc(len(batch.readings))
         if batch.rejected:
             metrics.MESSAGES_REJECTED.inc(len(batch.rejected))

@@ -96,6 +96,7 @@ class SimulatedMqttAgent:
         methods: list[str] | None = None,
         silent_tools: tuple[str, ...] = (),
         values: Callable[[str, float], float] = sensor_value,
+        last_will: bool = True,
     ) -> None:
         self.agent_id = agent_id
         self.zone = zone
@@ -111,7 +112,8 @@ class SimulatedMqttAgent:
         self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"agent-{agent_id}")
         if username:
             self.client.username_pw_set(username, password)
-        self.client.will_set(f"mcp/{agent_id}/status", "offline", qos=1)
+        if last_will:  # some boards set none: only their silence tells the hub they are gone
+            self.client.will_set(f"mcp/{agent_id}/status", "offline", qos=1)
         self.client.on_connect = self._on_connect
         self.client.on_message = self._on_message
         self._host, self._port = host, port

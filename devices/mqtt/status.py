@@ -14,8 +14,18 @@ REPORT_SECONDS = 5.0
 STALE_AFTER = timedelta(minutes=1)  # no report for this long: the worker is not running
 
 
+BAD_STATES = frozenset({"refused", "silent"})
+
+
 def report(
-    *, client_id: str, broker: str, connected: bool, since: datetime | None, counters: dict[str, int]
+    *,
+    client_id: str,
+    broker: str,
+    connected: bool,
+    since: datetime | None,
+    counters: dict[str, int],
+    subscriptions: list[dict[str, str]],
+    adopted: list[str],
 ) -> None:
     MqttWorker.objects.update_or_create(
         client_id=client_id,
@@ -25,26 +35,63 @@ def report(
             "since": since,
             "reported_at": timezone.now(),
             "counters": counters,
+            "subscriptions": subscriptions,
+            "adopted": adopted,
         },
     )
+
+
+def subscribed_before(client_id: str) -> list[str]:
+    """The topic filters this worker's previous run subscribed (its session may keep them)."""
+    row = MqttWorker.objects.filter(client_id=client_id).values_list("subscriptions", flat=True).first()
+    return [s["topic"] for s in row or [] if isinstance(s, dict) and "topic" in s]
 
 
 def workers() -> list[dict[str, Any]]:
     """Every worker that reported lately, with `running` false for those gone quiet."""
     now = timezone.now()
     rows = list(
-        MqttWorker.objects.values("client_id", "broker", "connected", "since", "reported_at", "counters")
+        MqttWorker.objects.values(
+            "client_id", "broker", "connected", "since", "reported_at", "counters", "subscriptions", "adopted"
+        )
     )
     for row in rows:
         row["running"] = now - row["reported_at"] < STALE_AFTER
         row["connected"] = row["connected"] and row["running"]
+        row["failing"] = [s for s in row["subscriptions"] if s.get("state") in BAD_STATES]
     return rows
 
 
-def broker_state() -> str:
+def failing_subscriptions(rows: list[dict[str, Any]] | None = None) -> list[dict[str, str]]:
+    """The refused or silent subscriptions of the connected workers, each with its worker."""
+    return [
+        {"worker": row["client_id"], **sub}
+        for row in (workers() if rows is None else rows)
+        if row["connected"]
+        for sub in row["failing"]
+    ]
+
+
+def broker_state(rows: list[dict[str, Any]] | None = None) -> str:
     """`connected` if a running worker holds a link to the broker, `disconnected` if the
     running workers have none (they keep retrying), `no worker` if none is running."""
-    running = [w for w in workers() if w["running"]]
+    running = [w for w in (workers() if rows is None else rows) if w["running"]]
     if not running:
         return "no worker"
     return "connected" if any(w["connected"] for w in running) else "disconnected"
+
+
+def health(client_id: str | None = None) -> dict[str, Any]:
+    """Is MQTT working: a running worker (`client_id`, or any) linked to the broker, and no
+    subscription of a linked worker refused or silent. Names only states, never reasons (they
+    may name the broker user): the worker's log has those."""
+    rows = [w for w in workers() if client_id is None or w["client_id"] == client_id]
+    state = broker_state(rows)
+    failing = [{k: sub[k] for k in ("worker", "topic", "state")} for sub in failing_subscriptions(rows)]
+    result: dict[str, Any] = {"ok": state == "connected" and not failing, "state": state}
+    if failing:
+        result["subscriptions"] = failing
+    adopted = {w["client_id"]: w["adopted"] for w in rows if w["running"] and w["adopted"]}
+    if adopted:
+        result["adopted"] = adopted  # stopped workers whose sessions live ones stand in for
+    return result

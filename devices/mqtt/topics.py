@@ -8,7 +8,8 @@ TELEMETRY = "office/#"  # every shape, so that a wrong one is recorded as reject
 DISCOVERY = "mcp/discovery"
 RESPONSES = "mcp/+/response/+"
 AGENT_STATUS = "mcp/+/status"  # an agent's last will ("offline") and its "online"
-HUB_STATUS = "homehub/status"  # the hub's birth ("online") and last will ("offline"), retained
+HUB_STATUS = "homehub/status"  # the hub's birth ("online") and "offline", retained
+WORKERS = "homehub/workers"  # WORKERS/{group}/{client id}: each grouped worker's presence, retained
 LIGHT_COMMANDS = "homehub/lights/+/set"
 ALARM_COMMANDS = "homehub/alarm/set"
 ALARM_STATE = "homehub/alarm/state"
@@ -22,8 +23,45 @@ def shared(topic: str, group: str) -> str:
     return f"$share/{group}/{topic}" if group else topic
 
 
+def worker_status(group: str, client_id: str) -> str:
+    """Where a worker of a shared group says `online` (retained) and its last will `offline`."""
+    return f"{WORKERS}/{group}/{client_id}"
+
+
+def worker_of(topic: str, group: str) -> str | None:
+    """The client id of `homehub/workers/{group}/{client id}`."""
+    prefix = f"{WORKERS}/{group}/"
+    rest = topic[len(prefix) :] if topic.startswith(prefix) else ""
+    return rest if rest and "/" not in rest else None
+
+
+# Delivery probes: each worker publishes on its own probe topics and must hear them back
+# (devices/mqtt/subscriptions.py). One per topic tree the worker reads, inside what the
+# shipped ACL grants; ingestion and the shared group's other members ignore them.
+PROBE_MARK = "_homehub"
+
+
+def probes(client_id: str) -> dict[str, str]:
+    """Topic tree -> this worker's probe topic in it."""
+    return {
+        "office": f"office/{PROBE_MARK}/probe/{client_id}/delivery",
+        "mcp": f"mcp/{PROBE_MARK}/probe/{client_id}",
+        "homehub": f"homehub/{PROBE_MARK}/probe/{client_id}",
+    }
+
+
+def is_probe(topic: str) -> bool:
+    return levels(topic)[1:2] == [PROBE_MARK]
+
+
+def tree(topic_filter: str) -> str:
+    """The first level of a topic filter, past a `$share/<group>/` prefix."""
+    parts = levels(topic_filter)
+    return parts[2] if parts[0] == "$share" and len(parts) > 2 else parts[0]
+
+
 def valid_agent_id(agent_id: object) -> bool:
-    return isinstance(agent_id, str) and AGENT_ID.fullmatch(agent_id) is not None
+    return isinstance(agent_id, str) and AGENT_ID.fullmatch(agent_id) is not None and agent_id != PROBE_MARK
 
 
 def request(agent_id: str, method: str) -> str:

@@ -1,14 +1,17 @@
 """The MQTT worker: one broker link feeding telemetry ingestion, the MCP bridge to MQTT
 agents and the home's state out / commands in.
 
-Threads: paho's network thread receives and queues (never touching the database); the
+Threads: paho's network threads receive and queue (never touching the database); the
 ingestion writer thread stores telemetry; everything else runs on an asyncio event loop,
-the worker's own (`manage.py mqtt_worker`) or the hub's (`manage.py serve`, so that with
-the in-memory channel layer LLM calls reach MQTT agents in the same process).
+the worker's own (`manage.py mqtt_worker`) or the hub's (`manage.py serve`); either way the
+channel layer (Redis, or the database without it) carries LLM calls to the MQTT agents.
 
 The worker never exits because the broker went away: paho reconnects with backoff, and on
-each connection the worker subscribes again, says `online` on `homehub/status` (retained;
-its last will says `offline`) and republishes the home's state.
+each connection the worker subscribes again (checking every SUBACK and proving delivery:
+devices/mqtt/subscriptions.py), says `online` on `homehub/status` (retained) and, in a
+shared group, on its own `homehub/workers/<group>/<id>` (where its last will says
+`offline`; alone, the will is on `homehub/status`), and republishes the home's state. In a
+shared group it also takes over the sessions of stopped workers (devices/mqtt/adoption.py).
 """
 
 from __future__ import annotations
@@ -28,41 +31,71 @@ from django.utils import timezone
 from devices import metrics, telemetry_services
 from devices.broadcast import asend_home_event
 from devices.mqtt import status, topics
+from devices.mqtt.adoption import OFFLINE, ONLINE, Adoption
 from devices.mqtt.agents import AgentBridge, AnnouncementError, parse_announcement
-from devices.mqtt.connection import BrokerConfig, connect, make_client
+from devices.mqtt.connection import BrokerConfig, BrokerConfigError, connect, leave, make_client, valid_group
 from devices.mqtt.home import HomeBridge
-from devices.mqtt.ingest import Ingestor
+from devices.mqtt.ingest import Ingestor, Source
+from devices.mqtt.subscriptions import SubscriptionWatch
 
 logger = logging.getLogger(__name__)
 
 QOS = 1
 MAX_LIVE_SENSORS = 200  # per broadcast; past it the dashboard just refreshes
 STOP_PUBLISH_SECONDS = 2.0
+# What the group's subscriptions deliver; a session adopted from a stopped worker passes
+# these on and drops the rest (its non-shared subscriptions' messages reach this worker too).
+SHARED_ROOTS = (topics.DISCOVERY, topics.ALARM_COMMANDS)
 
 
 class Worker:
     def __init__(self, config: BrokerConfig, *, shared_group: str | None = None) -> None:
         self.config = config
         self.shared_group = settings.MQTT_SHARED_GROUP if shared_group is None else shared_group
-        self.client = make_client(config)
+        if not valid_group(self.shared_group):
+            raise BrokerConfigError(f"the shared group must not contain / + or #: {self.shared_group!r}")
+        if self.shared_group:
+            self.will = (topics.worker_status(self.shared_group, config.client_id), OFFLINE)
+        else:
+            self.will = (topics.HUB_STATUS, OFFLINE)
+        self.client = make_client(config, will=self.will)
         self.client.on_connect = self._on_connect
         self.client.on_disconnect = self._on_disconnect
-        self.client.on_message = self._on_message
+        self.client.on_message = lambda client, userdata, message: self._handle(self.own, message)
+        self.client.on_subscribe = lambda client, userdata, mid, codes, properties: self.watch.on_suback(
+            mid, codes
+        )
+        self.own = Source(config.client_id, self.client.ack)
         self.ingestor = Ingestor(
-            self.client.ack,
             self._on_stored,
             batch_size=settings.MQTT_BATCH_SIZE,
             batch_seconds=settings.MQTT_BATCH_SECONDS,
             queue_limit=settings.MQTT_QUEUE_LIMIT,
             rejected_keep=settings.MQTT_REJECTED_KEEP,
         )
+        self.watch = SubscriptionWatch(
+            config.client_id,
+            self._subscriptions(),
+            username=config.username,
+            probe_timeout=settings.MQTT_PROBE_TIMEOUT_SECONDS,
+        )
+        self.adoption = Adoption(
+            config,
+            handle=self._handle,
+            ingestor=self.ingestor,
+            hand_on_agents=lambda: self._publish_retained(topics.HUB_STATUS, ONLINE, True),
+        )
         self.agents = AgentBridge(
-            self._publish, owner=config.client_id, default_silence=settings.MQTT_AGENT_SILENCE_SECONDS
+            self._publish,
+            owner=config.client_id,
+            default_silence=settings.MQTT_AGENT_SILENCE_SECONDS,
+            probe_seconds=settings.MQTT_AGENT_PROBE_SECONDS,
         )
         self.home = HomeBridge(self._publish_retained)
         self.connected = False
         self.stopping = False
         self.since: datetime | None = None
+        self._stale: list[str] = []  # subscriptions of an earlier run that this one does not make
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._live: dict[str, dict[str, Any]] = {}
@@ -73,25 +106,32 @@ class Worker:
     async def start(self) -> None:
         """Start on the running event loop; returns at once (the broker may still be away)."""
         self._loop = asyncio.get_running_loop()
+        wanted = {*self._subscriptions(), *self.watch.probe_topics.values()}
+        earlier = await sync_to_async(status.subscribed_before)(self.config.client_id)
+        self._stale = [topic for topic in earlier if topic not in wanted]
         await self.agents.start()
         await self.home.start()
+        self.adoption.start()
         self.ingestor.start()
         self._spawn(self._report_forever())
         self._spawn(self._broadcast_forever())
+        self._spawn(self._probe_forever())
         connect(self.client, self.config)
         logger.info("mqtt worker %s: connecting to %s", self.config.client_id, self.config.address)
 
     async def stop(self) -> None:
-        """Say `offline`, leave the broker, and write what is queued."""
+        """Store and acknowledge what is queued, hand adopted sessions back to the broker, and
+        leave saying the last will (the group's other workers take this session over)."""
         self.stopping = True
-        if self.connected:
-            info = self.client.publish(topics.HUB_STATUS, "offline", qos=QOS, retain=True)
-            await asyncio.to_thread(info.wait_for_publish, STOP_PUBLISH_SECONDS)
         await self.agents.stop()
         await self.home.stop()
-        self.client.disconnect()
-        self.client.loop_stop()
         await asyncio.to_thread(self.ingestor.stop)
+        await self.adoption.stop()
+        if self.connected and self.shared_group and not self.adoption.others_online():
+            info = self.client.publish(topics.HUB_STATUS, OFFLINE, qos=QOS, retain=True)  # the last one
+            await asyncio.to_thread(info.wait_for_publish, STOP_PUBLISH_SECONDS)
+        await asyncio.to_thread(leave, self.client, self.config, self.will if self.connected else None)
+        self.client.loop_stop()
         self.connected = False
         for task in list(self._tasks):
             task.cancel()
@@ -107,18 +147,19 @@ class Worker:
         assert self._loop is not None
         self._loop.call_soon_threadsafe(lambda: self._spawn(coroutine_function(*args)))
 
-    # --- paho's network thread ----------------------------------------------------------------
+    # --- paho's network threads ---------------------------------------------------------------
 
-    def _subscriptions(self) -> list[tuple[str, int]]:
+    def _subscriptions(self) -> list[str]:
         group = self.shared_group
+        own = [topics.RESPONSES, topics.AGENT_STATUS, topics.HUB_STATUS]
+        if group:
+            own.append(topics.worker_status(group, "+"))
         return [
-            (topics.shared(topics.TELEMETRY, group), QOS),
-            (topics.shared(topics.DISCOVERY, group), QOS),
-            (topics.shared(topics.LIGHT_COMMANDS, group), QOS),
-            (topics.shared(topics.ALARM_COMMANDS, group), QOS),
-            (topics.RESPONSES, QOS),
-            (topics.AGENT_STATUS, QOS),
-            (topics.HUB_STATUS, QOS),
+            topics.shared(topics.TELEMETRY, group),
+            topics.shared(topics.DISCOVERY, group),
+            topics.shared(topics.LIGHT_COMMANDS, group),
+            topics.shared(topics.ALARM_COMMANDS, group),
+            *own,
         ]
 
     def _on_connect(
@@ -138,30 +179,46 @@ class Worker:
         self.connected = True
         self.since = timezone.now()
         logger.info("mqtt worker %s: connected to %s", self.config.client_id, self.config.address)
-        client.subscribe(self._subscriptions())
-        client.publish(topics.HUB_STATUS, "online", qos=QOS, retain=True)  # agents announce again
+        if self._stale:
+            client.unsubscribe(self._stale)  # e.g. `office/#` kept from before a shared group
+            self._stale = []
+        self.watch.subscribe(client)
+        self.watch.send_probes(client)  # after the SUBSCRIBE: the broker handles them in order
+        client.publish(topics.HUB_STATUS, ONLINE, qos=QOS, retain=True)  # agents announce again
+        if self.shared_group:
+            client.publish(self.will[0], ONLINE, qos=QOS, retain=True)
         self._soon(self.home.publish_all)
+        self._soon(self.adoption.link, True)
 
     def _on_disconnect(
         self, client: mqtt.Client, userdata: Any, flags: Any, reason: Any, properties: Any
     ) -> None:
         self.connected = False
-        self.ingestor.connection_lost()
+        self.ingestor.connection_lost(self.own)
+        self.watch.reset()
+        self._soon(self.adoption.link, False)
         if not self.stopping:
             logger.warning("mqtt worker: lost the broker (%s); reconnecting", reason)
 
-    def _on_message(self, client: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
+    def _handle(self, source: Source, message: mqtt.MQTTMessage) -> None:
+        """A message from this worker's connection, or from a session it adopted."""
         try:
             topic = message.topic
         except UnicodeDecodeError:
-            client.ack(message.mid, message.qos)
+            source.ack(message.mid, message.qos)
             return
-        if topic.startswith("office/"):
-            self.ingestor.offer(topic, message.payload, message.mid, message.qos)
+        adopted = source is not self.own
+        if topic.startswith("office/") and not topics.is_probe(topic):
+            self.ingestor.offer(source, topic, message.payload, message.mid, message.qos, bool(message.dup))
             return
-        # Control messages are acted on once each; a redelivery after a crash is harmless.
-        client.ack(message.mid, message.qos)
-        self._soon(self._dispatch, topic, message.payload, message.retain)
+        # Everything else is acted on once each (a redelivery after a crash is harmless), and
+        # at once: acknowledged here.
+        source.ack(message.mid, message.qos)
+        if topics.is_probe(topic):
+            if not adopted:
+                self.watch.on_probe(topic, message.payload)
+        elif not adopted or topic in SHARED_ROOTS or topics.light_command_of(topic) is not None:
+            self._soon(self._dispatch, topic, message.payload, message.retain)
 
     def _on_stored(self, latest: list[dict[str, Any]], alive: set[str]) -> None:
         """From the ingestion thread, once a batch is committed."""
@@ -189,8 +246,10 @@ class Worker:
         elif topic == topics.ALARM_COMMANDS:
             await self._on_command(topic, payload, self.home.on_alarm_command(payload), retained)
         elif topic == topics.HUB_STATUS and payload == b"offline" and self.connected and not self.stopping:
-            # Another worker's last will: the hub is still here.
-            self._publish_retained(topics.HUB_STATUS, "online", True)
+            # Another worker's last will or goodbye: the hub is still here.
+            self._publish_retained(topics.HUB_STATUS, ONLINE, True)
+        elif self.shared_group and (worker := topics.worker_of(topic, self.shared_group)) is not None:
+            await self.adoption.on_status(worker, payload)
 
     async def _on_announcement(self, topic: str, payload: bytes) -> None:
         self.counters["announcements"] += 1
@@ -239,6 +298,10 @@ class Worker:
                 event["sensors"] = sensors
             await asend_home_event(event)
 
+    def alive(self) -> bool:
+        """Liveness (devices/mqtt/watchdog.py): the writer thread runs; the caller is on the loop."""
+        return self.ingestor.running()
+
     def snapshot(self) -> dict[str, int]:
         return {**self.ingestor.counters, **self.counters, "backlog": self.ingestor.backlog}
 
@@ -250,6 +313,8 @@ class Worker:
                 connected=self.connected,
                 since=self.since,
                 counters=self.snapshot(),
+                subscriptions=self.watch.report(),
+                adopted=self.adoption.adopted(),
             )
         except Exception:
             logger.exception("mqtt worker: could not report its status")
@@ -258,6 +323,20 @@ class Worker:
         while True:
             await self._report()
             await asyncio.sleep(status.REPORT_SECONDS)
+
+    async def _probe_forever(self) -> None:
+        """Late probes make their subscriptions `silent`; every MQTT_PROBE_SECONDS the probes
+        go out again (and refused subscriptions are asked for again: an ACL may change)."""
+        next_round = time.monotonic() + settings.MQTT_PROBE_SECONDS
+        while True:
+            await asyncio.sleep(min(1.0, settings.MQTT_PROBE_TIMEOUT_SECONDS / 4))
+            self.watch.check_overdue()
+            if time.monotonic() >= next_round:
+                next_round = time.monotonic() + settings.MQTT_PROBE_SECONDS
+                if self.connected:
+                    if refused := self.watch.refused():
+                        self.watch.subscribe(self.client, refused)
+                    self.watch.send_probes(self.client)
 
 
 async def run_until(stop: asyncio.Event, worker: Worker) -> None:

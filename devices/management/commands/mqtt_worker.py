@@ -5,6 +5,7 @@ import signal
 from django.core.management.base import BaseCommand, CommandError
 
 from devices.mqtt.connection import BrokerConfig, BrokerConfigError
+from devices.mqtt.watchdog import keep_alive
 from devices.mqtt.worker import Worker, run_until
 
 
@@ -26,6 +27,7 @@ class Command(BaseCommand):
         logging.getLogger("devices.mqtt").setLevel(logging.INFO)
         try:
             config = BrokerConfig.from_settings(client_id=client_id, url=url)
+            worker = Worker(config, shared_group=shared_group)
         except BrokerConfigError as exc:
             raise CommandError(str(exc)) from None
 
@@ -34,7 +36,11 @@ class Command(BaseCommand):
             loop = asyncio.get_running_loop()
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(signum, stop.set)
-            await run_until(stop, Worker(config, shared_group=shared_group))
+            watchdog = asyncio.ensure_future(keep_alive(worker.alive))
+            try:
+                await run_until(stop, worker)
+            finally:
+                watchdog.cancel()
 
         self.stderr.write(f"MQTT worker {config.client_id} for {config.address}; Ctrl-C to stop.")
         asyncio.run(main())
