@@ -186,9 +186,9 @@ def test_latest_value_follows_the_newest_reading_not_the_last_to_arrive(db):
     row = dict(zone="z", device_type="s", device_id="d", channel="t")
     store_readings([TelemetryReading(**row, value=2, measured_at=now)])
     store_readings([TelemetryReading(**row, value=1, measured_at=now - timedelta(minutes=1))])  # late
-    store_readings([TelemetryReading(**row, value=2, measured_at=now)])  # redelivered
+    store_readings([TelemetryReading(**row, value=3, measured_at=now - timedelta(seconds=30))])  # late
     assert Sensor.objects.get().value == 2
-    assert TelemetryReading.objects.count() == 2
+    assert TelemetryReading.objects.count() == 3
 
 
 def test_rejected_messages_are_bounded_oldest_first(db):
