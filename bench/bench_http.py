@@ -323,7 +323,7 @@ def _cells(runs: list[Run]) -> list[str]:
     return [fmt_rate(median_rate(runs)), f"{median_cpu_per_call_us(runs):,.0f}"]
 
 
-def table(results: dict[Key, list[Run]], deployments: list[str]) -> tuple[str, bool]:
+def table(results: dict[Key, list[Run]], deployments: list[str], scenarios: list[str]) -> tuple[str, bool]:
     """Markdown table, one row per HomeHub transport (the peer's and floor's figures repeated),
     medians over the rounds; (text, every target met by its median ratio)."""
     head = ["deployment", "scenario", "mode", "HomeHub via", "HomeHub calls/s", "CPU µs/call"]
@@ -332,7 +332,7 @@ def table(results: dict[Key, list[Run]], deployments: list[str]) -> tuple[str, b
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     all_met = True
     for deployment in deployments:
-        for scenario, kind, peer_name in SCENARIOS:
+        for scenario, kind, peer_name in [sc for sc in SCENARIOS if sc[0] in scenarios]:
             for mode in MODES:
                 peer = results.get((deployment, peer_name, "http", scenario, mode))
                 floor = results.get((deployment, "floor", "http", scenario, mode))
@@ -461,7 +461,7 @@ async def run_deployment(kind: str, opts: argparse.Namespace, results: dict[Key,
             profiler = start_py_spy(f"{opts.py_spy}.{kind}", sides["homehub"].servers[0].proc.pid)
 
         for mode, width in MODES.items():
-            for scenario, _kind, peer in SCENARIOS:
+            for scenario, _kind, peer in [sc for sc in SCENARIOS if sc[0] in opts.scenarios]:
                 turns = [(n, "http") for n in ("homehub", peer, "floor") if n in sides]
                 if "homehub" in sides and not opts.no_ws:
                     turns.insert(1, ("homehub", "ws"))
@@ -492,7 +492,7 @@ async def main(opts: argparse.Namespace) -> int:
     results: dict[Key, list[Run]] = {}
     for kind in deployments:
         await run_deployment(kind, opts, results)
-    text, all_met = table(results, deployments)
+    text, all_met = table(results, deployments, opts.scenarios)
     print(
         f"\nMCP tools/call over Streamable HTTP and WebSocket under {opts.server}: per cell "
         f"{opts.rounds} interleaved rounds of {opts.count} calls per side (after {opts.warmup} "
@@ -529,6 +529,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--deployments", default=",".join(DEPLOYMENTS), help="sqlite, postgres or both (default)"
     )
     parser.add_argument("--server", choices=ASGI_SERVERS, default="daphne", help="the ASGI server (daphne)")
+    parser.add_argument(
+        "--scenarios", help=f"comma-separated, of {', '.join(sc[0] for sc in SCENARIOS)} (default: all)"
+    )
     parser.add_argument("--only", choices=list(APPS), help="benchmark one side only")
     parser.add_argument("--no-ws", action="store_true", help="skip HomeHub's WebSocket")
     parser.add_argument(
@@ -549,6 +552,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--count must be at least 16, --rounds at least 1, --warmup not negative")
     if any(d not in DEPLOYMENTS for d in opts.deployments.split(",")):
         parser.error(f"--deployments: choose from {', '.join(DEPLOYMENTS)}")
+    known = [sc[0] for sc in SCENARIOS]
+    opts.scenarios = opts.scenarios.split(",") if opts.scenarios else known
+    if any(sc not in known for sc in opts.scenarios):
+        parser.error(f"--scenarios: choose from {', '.join(known)}")
     opts.root = opts.root.resolve()
     return opts
 

@@ -260,14 +260,14 @@ class Client:
 Key = tuple[str, str, str, str]  # (deployment, side, scenario, mode)
 
 
-def table(results: dict[Key, list[Run]], deployments: list[str]) -> tuple[str, bool]:
+def table(results: dict[Key, list[Run]], deployments: list[str], scenarios: list[str]) -> tuple[str, bool]:
     """Markdown table, medians over the rounds; returns (text, every target met)."""
     head = ["deployment", "scenario", "mode", "HomeHub calls/s", "p50/p99 ms", "CPU µs/call"]
     head += ["peer", "peer calls/s", "p50/p99 ms", "CPU µs/call", "HomeHub/peer", "target", ""]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     all_met = True
     for deployment in deployments:
-        for scenario, _tool, kind, peer_name in SCENARIOS:
+        for scenario, _tool, kind, peer_name in [sc for sc in SCENARIOS if sc[0] in scenarios]:
             for mode in MODES:
                 row = [deployment, scenario, mode]
                 sides = [("homehub", None), (peer_name, PEER_LABELS[peer_name])]
@@ -393,7 +393,7 @@ async def run_deployment(kind: str, opts: argparse.Namespace, results: dict[Key,
         beside = "alone" if opts.alone else f"beside {len(hub)} serving process(es)"
         print(f"{kind}: {deployment.label}; mcp_stdio {beside}; the six tools answer alike", file=sys.stderr)
 
-        for scenario, tool, _kind, peer in SCENARIOS:
+        for scenario, tool, _kind, peer in [sc for sc in SCENARIOS if sc[0] in opts.scenarios]:
             for mode in MODES:
                 # Rounds interleaved (A B A B ...), so drift hits both sides alike.
                 for _ in range(opts.rounds):
@@ -433,7 +433,7 @@ async def main(opts: argparse.Namespace) -> int:
     results: dict[Key, list[Run]] = {}
     for kind in deployments:
         await run_deployment(kind, opts, results)
-    text, all_met = table(results, deployments)
+    text, all_met = table(results, deployments, opts.scenarios)
     print(
         f"\nMCP tools/call over stdio: per cell {opts.rounds} interleaved rounds of {opts.count} calls "
         f"per side after {opts.warmup} warm-up calls; pipelined = {opts.window} calls in flight; "
@@ -472,6 +472,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--deployments", default=",".join(DEPLOYMENTS), help="sqlite, postgres or both (default)"
     )
     parser.add_argument("--alone", action="store_true", help="no serving hub beside mcp_stdio")
+    parser.add_argument(
+        "--scenarios", help=f"comma-separated, of {', '.join(sc[0] for sc in SCENARIOS)} (default: all)"
+    )
     parser.add_argument("--only", choices=["homehub", "sdk", "durable"], help="benchmark one server only")
     parser.add_argument(
         "--homehub-debug", action="store_true", help="run HomeHub with DJANGO_DEBUG=1 (default: 0)"
@@ -491,6 +494,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--count, --rounds and --window must be positive, --warmup not negative")
     if any(d not in DEPLOYMENTS for d in opts.deployments.split(",")):
         parser.error(f"--deployments: choose from {', '.join(DEPLOYMENTS)}")
+    known = [sc[0] for sc in SCENARIOS]
+    opts.scenarios = opts.scenarios.split(",") if opts.scenarios else known
+    if any(sc not in known for sc in opts.scenarios):
+        parser.error(f"--scenarios: choose from {', '.join(known)}")
     opts.root = opts.root.resolve()
     return opts
 
