@@ -65,9 +65,20 @@ _sending: set[asyncio.Task[None]] = set()
 
 
 def _send_on_loop(layer: Any, group: str, message: dict[str, Any]) -> None:
-    task = asyncio.ensure_future(_group_send(layer, group, message))
+    task = asyncio.ensure_future(_send_here(layer, group, message))
     _sending.add(task)
     task.add_done_callback(_sending.discard)
+
+
+async def _send_here(layer: Any, group: str, message: dict[str, Any]) -> None:
+    try:
+        await _group_send(layer, group, message)
+    except asyncio.CancelledError:
+        # The loop is stopping (a SIGTERM cancels what it runs): the feed's own thread sends it,
+        # within its exit grace. Twice at worst, if Redis had it already: every listener takes
+        # a change heard twice as it takes it once.
+        _sender.send(layer, group, message)
+        raise
 
 
 class _Sender:
