@@ -26,15 +26,7 @@ from devices.storable import storable_text
 from devices.telemetry_parsing import Reading, describe
 
 MAX_TOPIC_CHARS = 255
-# Rows per multi-row INSERT: at most 8,000 parameters, within SQLite's limit (32,766) and
-# PostgreSQL's (65,535).
-ROWS_PER_STATEMENT = 1000
-
-
-def _values(rows: int, width: int) -> str:
-    """The VALUES list of a multi-row INSERT: `rows` tuples of `width` parameters."""
-    row = "(" + ", ".join(["%s"] * width) + ")"
-    return ", ".join([row] * rows)
+ROWS_PER_STATEMENT = 1000  # 3,000 parameters: within SQLite's limit (32,766)
 
 
 @dataclass(slots=True)
@@ -80,8 +72,9 @@ def record_deliveries(deliveries: Sequence[Delivery]) -> set[Delivery]:
     )
 
     def upsert(rows: int) -> str:
+        values = ", ".join(["(%s, %s, %s)"] * rows)
         return (
-            f"INSERT INTO {table} ({session}, {packet_id}, {digest}) VALUES {_values(rows, 3)} "
+            f"INSERT INTO {table} ({session}, {packet_id}, {digest}) VALUES {values} "
             f"ON CONFLICT ({session}, {packet_id}) DO UPDATE SET {digest} = excluded.{digest}"
         )
 
@@ -141,26 +134,22 @@ def _upsert_sensors(latest: Sequence[Reading]) -> None:
 
 
 def _insert_readings(readings: Sequence[Reading], now: datetime) -> None:
-    """The readings in multi-row INSERTs (up to ROWS_PER_STATEMENT a statement). Values go
-    through the backend's own datetime adaptation, so rows are the same as the ORM would
-    write; what is skipped is building a model instance and compiling SQL per row, most of a
-    batch's cost. One statement for many rows, not one per row (`executemany`): on PostgreSQL
-    each statement is parsed, planned and run by the server, and its parameters formatted by
-    the driver, which cost more than the rows themselves."""
+    """One prepared INSERT run for every reading (`executemany`). Values go through the
+    backend's own datetime adaptation, so rows are the same as the ORM would write; what is
+    skipped is building a model instance and compiling SQL per row, most of a batch's cost."""
     meta = TelemetryReading._meta
     quote = connection.ops.quote_name
     fields = ("zone", "device_type", "device_id", "channel", "value", "unit", "measured_at", "received_at")
-    columns = ", ".join(quote(meta.get_field(name).column) for name in fields)
-    insert = f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES "
+    columns = [meta.get_field(name).column for name in fields]
+    sql = (
+        f"INSERT INTO {quote(meta.db_table)} ({', '.join(map(quote, columns))}) "
+        f"VALUES ({', '.join(['%s'] * len(columns))})"
+    )
     adapt = connection.ops.adapt_datetimefield_value
     received = adapt(now)
+    rows = [(*r.sensor, r.value, r.unit, adapt(_when(r.measured_at)), received) for r in readings]
     with connection.cursor() as cursor:
-        for start in range(0, len(readings), ROWS_PER_STATEMENT):
-            chunk = readings[start : start + ROWS_PER_STATEMENT]
-            params = []
-            for r in chunk:
-                params += (*r.sensor, r.value, r.unit, adapt(_when(r.measured_at)), received)
-            cursor.execute(insert + _values(len(chunk), len(fields)), params)
+        cursor.executemany(sql, rows)
 
 
 def store_batch(batch: Batch) -> list[dict[str, Any]]:
