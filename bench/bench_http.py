@@ -61,7 +61,6 @@ import contextlib
 import json
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -72,18 +71,18 @@ from typing import Any
 import websockets
 from harness import (
     ASGI_SERVERS,
-    DEPLOYMENTS,
-    PG_SERVER_URL,
     PROTOCOL_VERSION,
-    REDIS_BENCH_URL,
     ROOT,
     SETTLE_SECONDS,
     Deployment,
     ProtocolFailure,
     Run,
     Server,
+    add_deployment_options,
     arguments_for,
+    check_deployment_options,
     create_token,
+    figures,
     fmt_ms,
     fmt_rate,
     fmt_ratios,
@@ -96,6 +95,7 @@ from harness import (
     sequential,
     shape_check,
     start_py_spy,
+    target_cells,
 )
 
 PEERS = ROOT / "bench" / "peers"
@@ -344,14 +344,9 @@ def table(results: dict[Key, list[Run]], deployments: list[str], scenarios: list
                     row += _cells(ours) if ours else ["", ""]
                     row += [PEER_LABELS[peer_name], *(_cells(peer) if peer else ["", ""])]
                     row += _cells(floor) if floor else ["", ""]
-                    target = TARGETS[(kind, transport)]
-                    if ours and peer:
-                        ratios = round_ratios(ours, peer)
-                        met = statistics.median(ratios) >= target
-                        all_met &= met
-                        row += [fmt_ratios(ratios), f">= {target}x", "pass" if met else "FAIL"]
-                    else:
-                        row += ["", f">= {target}x", ""]
+                    cells, met = target_cells(ours, peer, TARGETS[(kind, transport)])
+                    all_met &= met
+                    row += cells
                     row.append(fmt_ratios(round_ratios(floor, peer)) if floor and peer else "")
                     lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines), all_met
@@ -363,21 +358,8 @@ def summary(results: dict[Key, list[Run]]) -> list[dict[str, Any]]:
     for (deployment, side, transport, scenario, mode), runs in sorted(results.items()):
         peer_name = next(peer for tool, _kind, peer in SCENARIOS if tool == scenario)
         peer = results.get((deployment, peer_name, "http", scenario, mode))
-        cells.append(
-            {
-                "deployment": deployment,
-                "side": side,
-                "transport": transport,
-                "scenario": scenario,
-                "mode": mode,
-                "rates": [round(run.rate, 1) for run in runs],
-                "cpu_us": [round(run.cpu_per_call_us, 1) for run in runs],
-                "p50_ms": [round(run.percentile(0.5) * 1e3, 3) for run in runs],
-                "ratios": [round(r, 3) for r in round_ratios(runs, peer)]
-                if peer and side != peer_name
-                else None,
-            }
-        )
+        where = {"deployment": deployment, "side": side, "transport": transport, "scenario": scenario}
+        cells.append({**where, "mode": mode, **figures(runs, peer if side != peer_name else None)})
     return cells
 
 
@@ -525,13 +507,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--warmup", type=int, default=100, help="warm-up calls before each measurement (default 100)"
     )
-    parser.add_argument(
-        "--deployments", default=",".join(DEPLOYMENTS), help="sqlite, postgres or both (default)"
-    )
     parser.add_argument("--server", choices=ASGI_SERVERS, default="daphne", help="the ASGI server (daphne)")
-    parser.add_argument(
-        "--scenarios", help=f"comma-separated, of {', '.join(sc[0] for sc in SCENARIOS)} (default: all)"
-    )
     parser.add_argument("--only", choices=list(APPS), help="benchmark one side only")
     parser.add_argument("--no-ws", action="store_true", help="skip HomeHub's WebSocket")
     parser.add_argument(
@@ -540,23 +516,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--py-spy", metavar="FILE", help="record py-spy samples of HomeHub into FILE.<deployment>"
     )
-    parser.add_argument("--root", type=Path, default=ROOT, help="the HomeHub tree to run (default: this one)")
-    parser.add_argument("--pg-server-url", default=PG_SERVER_URL, help="PostgreSQL server for `postgres`")
-    parser.add_argument("--redis-url", default=REDIS_BENCH_URL, help="a Redis database of its own (flushed)")
-    parser.add_argument("--json", metavar="FILE", help="also write every cell's figures as JSON")
-    parser.add_argument(
-        "--keep", action="store_true", help="keep the temporary directories (databases, logs)"
-    )
+    add_deployment_options(parser)
     opts = parser.parse_args(argv)
     if opts.count < 16 or opts.warmup < 0 or opts.rounds < 1:
         parser.error("--count must be at least 16, --rounds at least 1, --warmup not negative")
-    if any(d not in DEPLOYMENTS for d in opts.deployments.split(",")):
-        parser.error(f"--deployments: choose from {', '.join(DEPLOYMENTS)}")
-    known = [sc[0] for sc in SCENARIOS]
-    opts.scenarios = opts.scenarios.split(",") if opts.scenarios else known
-    if any(sc not in known for sc in opts.scenarios):
-        parser.error(f"--scenarios: choose from {', '.join(known)}")
-    opts.root = opts.root.resolve()
+    check_deployment_options(parser, opts, [sc[0] for sc in SCENARIOS])
     return opts
 
 

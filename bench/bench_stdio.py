@@ -42,7 +42,6 @@ import itertools
 import json
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -52,30 +51,29 @@ from pathlib import Path
 from typing import Any
 
 from harness import (
-    DEPLOYMENTS,
-    PG_SERVER_URL,
     PROTOCOL_VERSION,
-    REDIS_BENCH_URL,
     ROOT,
     SETTLE_SECONDS,
     Arguments,
     ProtocolFailure,
     Run,
     Server,
+    add_deployment_options,
     arguments_for,
+    check_deployment_options,
     cpu_seconds,
     failed,
+    figures,
     fmt_ms,
     fmt_rate,
-    fmt_ratios,
     machine,
     median_cpu_per_call_us,
     median_rate,
     prepare_deployment,
-    round_ratios,
     sequential,
     shape_check,
     start_py_spy,
+    target_cells,
 )
 
 PEERS = ROOT / "bench" / "peers"
@@ -285,14 +283,9 @@ def table(results: dict[Key, list[Run]], deployments: list[str], scenarios: list
                     ]
                 ours = results.get((deployment, "homehub", scenario, mode))
                 theirs = results.get((deployment, peer_name, scenario, mode))
-                target = TARGETS[kind]
-                if ours and theirs:
-                    ratios = round_ratios(ours, theirs)
-                    met = statistics.median(ratios) >= target
-                    all_met &= met
-                    row += [fmt_ratios(ratios), f">= {target}x", "pass" if met else "FAIL"]
-                else:
-                    row += ["", f">= {target}x", ""]
+                cells, met = target_cells(ours, theirs, TARGETS[kind])
+                all_met &= met
+                row += cells
                 lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines), all_met
 
@@ -303,20 +296,8 @@ def summary(results: dict[Key, list[Run]]) -> list[dict[str, Any]]:
     for (deployment, side, scenario, mode), runs in sorted(results.items()):
         peer_name = next(peer for name, _tool, _kind, peer in SCENARIOS if name == scenario)
         peer = results.get((deployment, peer_name, scenario, mode))
-        cells.append(
-            {
-                "deployment": deployment,
-                "side": side,
-                "scenario": scenario,
-                "mode": mode,
-                "rates": [round(run.rate, 1) for run in runs],
-                "cpu_us": [round(run.cpu_per_call_us, 1) for run in runs],
-                "p50_ms": [round(run.percentile(0.5) * 1e3, 3) for run in runs],
-                "ratios": [round(r, 3) for r in round_ratios(runs, peer)]
-                if peer and side == "homehub"
-                else None,
-            }
-        )
+        where = {"deployment": deployment, "side": side, "scenario": scenario, "mode": mode}
+        cells.append({**where, **figures(runs, peer if side == "homehub" else None)})
     return cells
 
 
@@ -468,13 +449,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=16,
         help="calls in flight when pipelined (default 16, MCP_MAX_CONCURRENT_CALLS)",
     )
-    parser.add_argument(
-        "--deployments", default=",".join(DEPLOYMENTS), help="sqlite, postgres or both (default)"
-    )
     parser.add_argument("--alone", action="store_true", help="no serving hub beside mcp_stdio")
-    parser.add_argument(
-        "--scenarios", help=f"comma-separated, of {', '.join(sc[0] for sc in SCENARIOS)} (default: all)"
-    )
     parser.add_argument("--only", choices=["homehub", "sdk", "durable"], help="benchmark one server only")
     parser.add_argument(
         "--homehub-debug", action="store_true", help="run HomeHub with DJANGO_DEBUG=1 (default: 0)"
@@ -482,23 +457,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--py-spy", metavar="FILE", help="record py-spy samples of HomeHub into FILE.<deployment>"
     )
-    parser.add_argument("--root", type=Path, default=ROOT, help="the HomeHub tree to run (default: this one)")
-    parser.add_argument("--pg-server-url", default=PG_SERVER_URL, help="PostgreSQL server for `postgres`")
-    parser.add_argument("--redis-url", default=REDIS_BENCH_URL, help="a Redis database of its own (flushed)")
-    parser.add_argument("--json", metavar="FILE", help="also write every cell's figures as JSON")
-    parser.add_argument(
-        "--keep", action="store_true", help="keep the temporary directories (databases, logs)"
-    )
+    add_deployment_options(parser)
     opts = parser.parse_args(argv)
     if opts.count < 1 or opts.warmup < 0 or opts.window < 1 or opts.rounds < 1:
         parser.error("--count, --rounds and --window must be positive, --warmup not negative")
-    if any(d not in DEPLOYMENTS for d in opts.deployments.split(",")):
-        parser.error(f"--deployments: choose from {', '.join(DEPLOYMENTS)}")
-    known = [sc[0] for sc in SCENARIOS]
-    opts.scenarios = opts.scenarios.split(",") if opts.scenarios else known
-    if any(sc not in known for sc in opts.scenarios):
-        parser.error(f"--scenarios: choose from {', '.join(known)}")
-    opts.root = opts.root.resolve()
+    check_deployment_options(parser, opts, [sc[0] for sc in SCENARIOS])
     return opts
 
 

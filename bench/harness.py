@@ -203,6 +203,27 @@ def fmt_ratios(ratios: list[float]) -> str:
     return median if len(ratios) == 1 else f"{median} ({min(ratios):.2f}-{max(ratios):.2f})"
 
 
+def target_cells(ours: list[Run] | None, theirs: list[Run] | None, target: float) -> tuple[list[str], bool]:
+    """A table's ratio, target and verdict cells for HomeHub's rounds against a peer's, and
+    whether the median ratio meets the target (True when either side was not measured)."""
+    if not (ours and theirs):
+        return ["", f">= {target}x", ""], True
+    ratios = round_ratios(ours, theirs)
+    met = statistics.median(ratios) >= target
+    return [fmt_ratios(ratios), f">= {target}x", "pass" if met else "FAIL"], met
+
+
+def figures(runs: list[Run], peer: list[Run] | None) -> dict[str, Any]:
+    """A cell's rounds for `--json`: calls/s, CPU µs per call, p50 ms and, against `peer`'s
+    rounds when given, the per-round ratios."""
+    return {
+        "rates": [round(run.rate, 1) for run in runs],
+        "cpu_us": [round(run.cpu_per_call_us, 1) for run in runs],
+        "p50_ms": [round(run.percentile(0.5) * 1e3, 3) for run in runs],
+        "ratios": [round(r, 3) for r in round_ratios(runs, peer)] if peer else None,
+    }
+
+
 def machine() -> str:
     cpu = platform.processor() or platform.machine()
     with contextlib.suppress(OSError):
@@ -357,6 +378,31 @@ class Server:
 DEPLOYMENTS = ("sqlite", "postgres")
 PG_SERVER_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 REDIS_BENCH_URL = "redis://127.0.0.1:6379/8"  # a Redis database of the benchmarks' own, flushed
+
+
+def add_deployment_options(parser: Any) -> None:
+    """The options the MCP benchmarks share: where HomeHub runs, which tree, what to keep."""
+    parser.add_argument(
+        "--deployments", default=",".join(DEPLOYMENTS), help="sqlite, postgres or both (default)"
+    )
+    parser.add_argument("--scenarios", help="comma-separated scenario names (default: all)")
+    parser.add_argument("--root", type=Path, default=ROOT, help="the HomeHub tree to run (default: this one)")
+    parser.add_argument("--pg-server-url", default=PG_SERVER_URL, help="PostgreSQL server for `postgres`")
+    parser.add_argument("--redis-url", default=REDIS_BENCH_URL, help="a Redis database of its own (flushed)")
+    parser.add_argument("--json", metavar="FILE", help="also write every cell's figures as JSON")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the temporary directories (databases, logs)"
+    )
+
+
+def check_deployment_options(parser: Any, opts: Any, scenarios: list[str]) -> None:
+    """Validate and normalise what `add_deployment_options` added (`scenarios`: the known ones)."""
+    if any(d not in DEPLOYMENTS for d in opts.deployments.split(",")):
+        parser.error(f"--deployments: choose from {', '.join(DEPLOYMENTS)}")
+    opts.scenarios = opts.scenarios.split(",") if opts.scenarios else scenarios
+    if any(sc not in scenarios for sc in opts.scenarios):
+        parser.error(f"--scenarios: choose from {', '.join(scenarios)}")
+    opts.root = opts.root.resolve()
 
 
 @dataclass
