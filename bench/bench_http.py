@@ -1,48 +1,56 @@
 """MCP over the network: HomeHub's `/mcp` and `/ws/mcp/` against the official SDK's `MCPServer`,
-with the ASGI server's own floor beside them.
+on both of HomeHub's deployments, with the ASGI server's own floor beside them.
 
-For each ASGI server (daphne, uvicorn), three applications run side by side under the
-same server, started with the same flags: HomeHub (`homehub.asgi:application`), the SDK
-peer (`bench/peers/sdk_home_http.py`: `sdk_home_server`'s six tools in memory, served by
-`MCPServer.streamable_http_app(json_response=True)`) and the floor
-(`bench/peers/bare_asgi.py`: reads and parses each request, answers one fixed SSE event,
-no auth, no sessions kept). The floor is what any application would get under that server
-with this client, so `floor/SDK` is the best ratio any application could reach against
-the SDK in a cell, and the floor's CPU per call about the server's own share of a call.
-It is a floor for HTTP only: a WebSocket message skips the HTTP request and can cost less.
-One raw asyncio client drives all three: HTTP/1.1 with keep-alive, one connection per
+Deployments (`--deployments`, both by default; `bench/harness.py`'s `Deployment`):
+
+- `sqlite`: `make run`'s defaults: a SQLite file, the database channel layer, one daphne;
+- `postgres`: PostgreSQL and Redis, two daphne processes, the sessions spread over both.
+
+Sides, each served by the same ASGI server with the same flags, as many processes as
+HomeHub has in the deployment (sessions spread over them alike):
+
+- HomeHub (`homehub.asgi:application`), over `/mcp` and over `/ws/mcp/`;
+- reads' peer: the SDK's `MCPServer` with the six tools in memory
+  (`bench/peers/sdk_home_http.py`, `streamable_http_app(json_response=True)`, stateful);
+- writes' peer: the same SDK server whose writes commit first, as HomeHub's do: the light's
+  row and one audit row in one transaction per call, with the driver directly, in a copy of
+  HomeHub's database on the same server (`bench/peers/sdk_durable_http.py`);
+- the floor (`bench/peers/bare_asgi.py`): reads and parses each request, answers one fixed
+  SSE event, no auth, no sessions kept. What any application would get under that server
+  with this client: `floor/peer` is the best ratio any application could reach in a cell
+  over HTTP (a WebSocket message skips the HTTP request and can cost less).
+
+One raw asyncio client drives them all: HTTP/1.1 with keep-alive, one connection per
 session, identical request headers, responses read whole (Content-Length or chunked) and
 parsed as SSE or JSON by their content type; the SDK has no WebSocket, so HomeHub's
 `/ws/mcp/` (one JSON-RPC message per text frame, the `websockets` client without
-compression) is compared with the SDK's HTTP figure. Before measuring, the six tools must
-answer alike on HomeHub (HTTP and WebSocket) and the SDK; the floor is not a home and
-answers every tool the same, so it is left out of that check.
+compression) is compared with the peer's HTTP figure. Before measuring, the six tools must
+answer alike on HomeHub (HTTP and WebSocket) and both peers.
 
-Scenarios: `get_all_states` (read) and `set_light_state` (write, alternating on/off);
-modes: `seq` (1 session, one call in flight) and `16 sessions` (16 handshake-era sessions,
-each with its own connection, each sequential). This machine's speed drifts by up to
-±30 % from minute to minute, so every cell is measured in `--rounds` interleaved rounds
-(HomeHub /mcp, HomeHub WebSocket, SDK, floor, then again), each turn on fresh sessions
-with `--warmup` calls and then `--count` measured calls. Measured per turn: calls/s,
-p50/p99 latency and server CPU per call (utime + stime of the server process and its
-children, from /proc/<pid>/stat, before/after; the client's own CPU per call is shown too:
-client and servers share the machine). The table shows per cell the median calls/s and
-CPU per call of each side over the rounds, and each ratio as the median of the per-round
-ratios with their min-max (a round's sides saw the machine at about the same speed).
+Scenarios: `get_all_states` (read, against the in-memory peer) and `set_light_state`
+(write, alternating on/off, against the durable peer); modes: `seq` (1 session, one call in
+flight) and `16 sessions` (16 handshake-era sessions, each with its own connection, each
+sequential). This machine's speed drifts by up to ±30 % from minute to minute, so every
+cell is measured in `--rounds` interleaved rounds (HomeHub /mcp, HomeHub WebSocket, peer,
+floor, then again), each turn on fresh sessions with `--warmup` calls and then `--count`
+measured calls. Measured per turn: calls/s, p50/p99 latency and server CPU per call (utime
++ stime of the side's processes and their children, from /proc/<pid>/stat; a database
+server's own CPU is not in it). The table shows per cell the median calls/s and CPU per
+call of each side over the rounds, and each ratio as the median of the per-round ratios
+with their min-max (a round's sides saw the machine at about the same speed).
 
-HomeHub runs on a fresh temporary SQLite database (`--database-url`: another one, e.g. an
-empty PostgreSQL database made for the run; migrated, seeded, one token with
-scopes read,control), DJANGO_DEBUG=0 and MCP_RATE_LIMIT=0 (the per-token budget would
-refuse the benchmark's calls), with its default SSE responses; `--homehub-json` sets
-MCP_HTTP_JSON_RESPONSE=1.
+HomeHub runs with DJANGO_DEBUG=0, MCP_RATE_LIMIT=0 (the per-token budget would refuse the
+benchmark's calls) and its default SSE answers (`--homehub-json`: MCP_HTTP_JSON_RESPONSE=1),
+one token with scopes read,control; `--root DIR` runs another HomeHub tree (an older
+commit's worktree) with this benchmark.
 
-    .venv/bin/python bench/bench_http.py                       # the whole comparison, ~1 minute
-    .venv/bin/python bench/bench_http.py --count 200 --rounds 2 --servers daphne   # quick look
-    .venv/bin/python bench/bench_http.py --servers daphne --only homehub --py-spy /tmp/hh.txt
+    .venv/bin/python bench/bench_http.py                         # both deployments, ~3 minutes
+    .venv/bin/python bench/bench_http.py --deployments sqlite --count 300 --rounds 2   # a look
+    .venv/bin/python bench/bench_http.py --deployments postgres --only homehub --py-spy /tmp/hh
 
-Exit status 0 when every target of issue 7 is met by its median ratio (HomeHub's /mcp >=
-1.5x the SDK's calls/s, its WebSocket >= 2x the SDK's HTTP figure, per ASGI server,
-scenario and mode), 1 otherwise, 2 on a protocol failure.
+Exit status 0 when every target (issue 16) is met by its median ratio: reads over `/mcp`
+>= 1.5x the SDK, over the WebSocket >= 2x the SDK's HTTP figure; writes >= 1.5x the durable
+peer over both; 1 otherwise, 2 on a protocol failure.
 """
 
 from __future__ import annotations
@@ -51,11 +59,8 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
-import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -65,122 +70,49 @@ from typing import Any
 
 import websockets
 from harness import (
+    ASGI_SERVERS,
     PROTOCOL_VERSION,
     ROOT,
+    SETTLE_SECONDS,
+    Deployment,
     ProtocolFailure,
     Run,
+    Server,
+    add_deployment_options,
     arguments_for,
-    cpu_seconds,
+    check_deployment_options,
     create_token,
+    figures,
     fmt_ms,
     fmt_rate,
     fmt_ratios,
-    free_port,
     jsonrpc_request,
     machine,
     median_cpu_per_call_us,
     median_rate,
-    prepare_homehub,
+    prepare_deployment,
     round_ratios,
     sequential,
     shape_check,
     start_py_spy,
+    target_cells,
 )
 
 PEERS = ROOT / "bench" / "peers"
-BIN = Path(sys.executable).parent
-ASGI_SERVERS = ("daphne", "uvicorn")
-# The applications served, in the order each round measures them: (ASGI path, directory).
-SIDES = {
-    "homehub": ("homehub.asgi:application", ROOT),
+# The applications served: (ASGI path, directory; None: HomeHub's tree).
+APPS = {
+    "homehub": ("homehub.asgi:application", None),
     "sdk": ("sdk_home_http:app", PEERS),
+    "durable": ("sdk_durable_http:app", PEERS),
     "floor": ("bare_asgi:app", PEERS),
 }
-SCENARIOS = [("get_all_states", "read"), ("set_light_state", "write")]
+# (tool, kind, the peer it is compared with)
+SCENARIOS = [("get_all_states", "read", "sdk"), ("set_light_state", "write", "durable")]
 MODES = {"seq": 1, "16 sessions": 16}
-# (target name, transport); every target is compared with the SDK over HTTP.
-TARGETS = {"http": 1.5, "ws": 2.0}
+# Targets per (kind, HomeHub transport); every one is against the peer's HTTP figure.
+TARGETS = {("read", "http"): 1.5, ("read", "ws"): 2.0, ("write", "http"): 1.5, ("write", "ws"): 1.5}
 LABELS = {"http": "HTTP /mcp", "ws": "WebSocket"}
-
-
-# --- servers -----------------------------------------------------------------------------
-
-
-def server_argv(asgi: str, app: str, port: int, app_dir: Path) -> list[str]:
-    """The same flags for both sides: loopback, no access log, one process."""
-    if asgi == "daphne":
-        return [str(BIN / "daphne"), "-v", "0", "-b", "127.0.0.1", "-p", str(port), app]
-    return [
-        sys.executable,
-        "-m",
-        "uvicorn",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--app-dir",
-        str(app_dir),
-        "--log-level",
-        "warning",
-        "--no-access-log",
-        app,
-    ]
-
-
-class Server:
-    def __init__(self, name: str, asgi: str, app: str, app_dir: Path, env: dict[str, str], log: Path):
-        self.name, self.asgi = name, asgi
-        self.port = free_port()
-        self.argv = server_argv(asgi, app, self.port, app_dir)
-        self.env, self.cwd, self.log_path = env, app_dir, log
-        self.proc: subprocess.Popen | None = None
-
-    async def start(self) -> None:
-        self._log = self.log_path.open("wb")
-        self.proc = subprocess.Popen(
-            self.argv, cwd=self.cwd, env=self.env, stdout=self._log, stderr=subprocess.STDOUT
-        )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise ProtocolFailure(f"{self.name} exited: see {self.log_path}")
-            try:
-                _, writer = await asyncio.open_connection("127.0.0.1", self.port)
-            except OSError:
-                await asyncio.sleep(0.1)
-                continue
-            writer.close()
-            return
-        raise ProtocolFailure(f"{self.name} did not listen on {self.port} within 60 s")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        with contextlib.suppress(AttributeError):
-            self._log.close()
-
-    def cpu(self) -> float:
-        """CPU seconds of the server process and its descendants."""
-        assert self.proc is not None
-        pids, total = [self.proc.pid], 0.0
-        children: dict[int, list[int]] = {}
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                with contextlib.suppress(OSError, ValueError, IndexError):
-                    stat = (entry / "stat").read_text()
-                    ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
-                    children.setdefault(ppid, []).append(int(entry.name))
-        while pids:
-            pid = pids.pop()
-            with contextlib.suppress(OSError):
-                total += cpu_seconds(pid)
-            pids.extend(children.get(pid, ()))
-        return total
+PEER_LABELS = {"sdk": "SDK (memory)", "durable": "SDK (durable)"}
 
 
 # --- client ------------------------------------------------------------------------------
@@ -334,9 +266,10 @@ class WsSession:
         return message, time.perf_counter() - start
 
 
-async def open_sessions(kind: str, name: str, port: int, token: str, count: int) -> list:
+async def open_sessions(kind: str, name: str, ports: list[int], token: str, count: int) -> list:
+    """`count` sessions spread over the servers at `ports` in turn."""
     cls = WsSession if kind == "ws" else HttpSession
-    sessions = [cls(name, port, token) for _ in range(count)]
+    sessions = [cls(name, ports[i % len(ports)], token) for i in range(count)]
     for session in sessions:
         await session.open()
     return sessions
@@ -350,12 +283,26 @@ async def close_all(sessions: list) -> None:
     sessions.clear()
 
 
-async def measure(server: Server, sessions: list, tool: str, n: int) -> tuple[Run, float]:
+class Side:
+    """One application as served in the deployment: one server per process."""
+
+    def __init__(self, name: str, servers: list[Server]) -> None:
+        self.name, self.servers = name, servers
+
+    @property
+    def ports(self) -> list[int]:
+        return [server.port for server in self.servers]
+
+    def cpu(self) -> float:
+        return sum(server.cpu() for server in self.servers)
+
+
+async def measure(side: Side, sessions: list, tool: str, n: int) -> tuple[Run, float]:
     """`n` calls spread over the sessions, each sequential; returns the run and client CPU."""
     args = arguments_for(tool)
     latencies: list[float] = []
     share, extra = divmod(n, len(sessions))
-    cpu0, client0, wall0 = server.cpu(), time.process_time(), time.perf_counter()
+    cpu0, client0, wall0 = side.cpu(), time.process_time(), time.perf_counter()
     failures = await asyncio.gather(
         *(
             sequential(session.timed_call, tool, args, share + (i < extra), latencies)
@@ -363,82 +310,80 @@ async def measure(server: Server, sessions: list, tool: str, n: int) -> tuple[Ru
         )
     )
     wall = time.perf_counter() - wall0
-    run = Run(n, wall, server.cpu() - cpu0, latencies, sum(failures))
+    run = Run(n, wall, side.cpu() - cpu0, latencies, sum(failures))
     return run, time.process_time() - client0
 
 
 # --- report ------------------------------------------------------------------------------
 
-Key = tuple[str, str, str, str, str]  # (asgi, side, transport, scenario, mode)
+Key = tuple[str, str, str, str, str]  # (deployment, side, transport, scenario, mode)
 
 
 def _cells(runs: list[Run]) -> list[str]:
     return [fmt_rate(median_rate(runs)), f"{median_cpu_per_call_us(runs):,.0f}"]
 
 
-def table(results: dict[Key, list[Run]], asgis: list[str], sides: list[str]) -> tuple[str, bool]:
-    """Markdown table, one row per HomeHub transport (SDK and floor figures repeated), the
-    medians over the rounds; (text, every HomeHub target met by its median ratio)."""
-    compare, floored = {"homehub", "sdk"} <= set(sides), {"floor", "sdk"} <= set(sides)
-    head = ["server", "scenario", "mode"]
-    if "homehub" in sides:
-        head += ["HomeHub via", "HomeHub calls/s", "CPU µs/call"]
-    if "sdk" in sides:
-        head += ["SDK HTTP calls/s", "CPU µs/call"]
-    if "floor" in sides:
-        head += ["floor calls/s", "CPU µs/call"]
-    if compare:
-        head += ["HomeHub/SDK", "target", ""]
-    if floored:
-        head += ["floor/SDK"]
+def table(results: dict[Key, list[Run]], deployments: list[str], scenarios: list[str]) -> tuple[str, bool]:
+    """Markdown table, one row per HomeHub transport (the peer's and floor's figures repeated),
+    medians over the rounds; (text, every target met by its median ratio)."""
+    head = ["deployment", "scenario", "mode", "HomeHub via", "HomeHub calls/s", "CPU µs/call"]
+    head += ["peer", "peer calls/s", "CPU µs/call", "floor calls/s", "CPU µs/call"]
+    head += ["HomeHub/peer", "target", "", "floor/peer"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     all_met = True
-    for asgi in asgis:
-        for scenario, _kind in SCENARIOS:
+    for deployment in deployments:
+        for scenario, kind, peer_name in [sc for sc in SCENARIOS if sc[0] in scenarios]:
             for mode in MODES:
-                sdk = results.get((asgi, "sdk", "http", scenario, mode))
-                floor = results.get((asgi, "floor", "http", scenario, mode))
-                for transport in TARGETS:
-                    ours = results.get((asgi, "homehub", transport, scenario, mode))
-                    if ours is None and ("homehub" in sides or transport != "http"):
+                peer = results.get((deployment, peer_name, "http", scenario, mode))
+                floor = results.get((deployment, "floor", "http", scenario, mode))
+                for transport in LABELS:
+                    ours = results.get((deployment, "homehub", transport, scenario, mode))
+                    if ours is None and peer is None:
                         continue
-                    row = [asgi, scenario, mode]
-                    if ours is not None:
-                        row += [LABELS[transport], *_cells(ours)]
-                    row += _cells(sdk) if sdk else []
-                    row += _cells(floor) if floor else []
-                    if compare and ours and sdk:
-                        ratios = round_ratios(ours, sdk)
-                        met = statistics.median(ratios) >= TARGETS[transport]
-                        all_met &= met
-                        row += [fmt_ratios(ratios), f">= {TARGETS[transport]}x", "pass" if met else "FAIL"]
-                    if floored and floor and sdk:
-                        row.append(fmt_ratios(round_ratios(floor, sdk)))
+                    row = [deployment, scenario, mode, LABELS[transport]]
+                    row += _cells(ours) if ours else ["", ""]
+                    row += [PEER_LABELS[peer_name], *(_cells(peer) if peer else ["", ""])]
+                    row += _cells(floor) if floor else ["", ""]
+                    cells, met = target_cells(ours, peer, TARGETS[(kind, transport)])
+                    all_met &= met
+                    row += cells
+                    row.append(fmt_ratios(round_ratios(floor, peer)) if floor and peer else "")
                     lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines), all_met
+
+
+def summary(results: dict[Key, list[Run]]) -> list[dict[str, Any]]:
+    """The figures as JSON (`--json`): every cell's medians and per-round ratios."""
+    cells = []
+    for (deployment, side, transport, scenario, mode), runs in sorted(results.items()):
+        peer_name = next(peer for tool, _kind, peer in SCENARIOS if tool == scenario)
+        peer = results.get((deployment, peer_name, "http", scenario, mode))
+        where = {"deployment": deployment, "side": side, "transport": transport, "scenario": scenario}
+        cells.append({**where, "mode": mode, **figures(runs, peer if side != peer_name else None)})
+    return cells
 
 
 # --- main --------------------------------------------------------------------------------
 
 
 async def measure_turn(
-    asgi: str, server: Server, transport: str, token: str, width: int, cell: tuple[str, str], opts
+    side: Side, transport: str, token: str, width: int, cell: tuple[str, str], opts
 ) -> Run:
     """One side's turn in a cell: fresh sessions (only this turn's are open while it runs:
     an open WebSocket session hears every write's broadcast, which costs HomeHub), the
     warm-up, `--count` measured calls."""
     scenario, mode = cell
-    sessions = await open_sessions(transport, server.name, server.port, token, width)
+    sessions = await open_sessions(transport, side.name, side.ports, token, width)
     try:
         if opts.warmup:
-            await measure(server, sessions, scenario, opts.warmup)
-        run, client_cpu = await measure(server, sessions, scenario, opts.count)
+            await measure(side, sessions, scenario, opts.warmup)
+        run, client_cpu = await measure(side, sessions, scenario, opts.count)
     finally:
         await close_all(sessions)
     if run.failures:
-        raise ProtocolFailure(f"{server.name}: {run.failures} failed calls in {scenario}/{mode}")
+        raise ProtocolFailure(f"{side.name}: {run.failures} failed calls in {scenario}/{mode}")
     print(
-        f"  {asgi:7} {server.name:7} {transport:4} {scenario:15} {mode:11} "
+        f"  {side.name:8} {transport:4} {scenario:15} {mode:11} "
         f"{fmt_rate(run.rate):>6} calls/s p50 {fmt_ms(run.percentile(0.5))} ms "
         f"p99 {fmt_ms(run.percentile(0.99))} ms server CPU {run.cpu_per_call_us:,.0f} "
         f"µs/call (client {client_cpu / run.calls * 1e6:,.0f})",
@@ -447,109 +392,104 @@ async def measure_turn(
     return run
 
 
-async def run_asgi(
-    asgi: str,
-    sides: list[str],
-    homehub_env: dict[str, str] | None,
-    token: str,
-    workdir: Path,
-    opts: argparse.Namespace,
-    results: dict[Key, list[Run]],
-) -> None:
-    servers: dict[str, Server] = {}
+def start_side(name: str, deployment: Deployment, opts, workdir: Path) -> Side:
+    app, app_dir = APPS[name]
+    env = deployment.homehub_env if name == "homehub" else deployment.peer_env
+    if name == "homehub" and opts.homehub_json:
+        env = {**env, "MCP_HTTP_JSON_RESPONSE": "1"}
+    folder = opts.root if app_dir is None else app_dir
+    servers = [
+        Server(f"{name}-{i}", opts.server, app, folder, env, workdir / f"{name}-{i}.log")
+        for i in range(deployment.processes)
+    ]
+    return Side(name, servers)
+
+
+async def run_deployment(kind: str, opts: argparse.Namespace, results: dict[Key, list[Run]]) -> None:
+    workdir = Path(tempfile.mkdtemp(prefix=f"bench_http_{kind}_", dir="/tmp"))
+    deployment = prepare_deployment(
+        kind, workdir, root=opts.root, pg_server_url=opts.pg_server_url, redis_url=opts.redis_url
+    )
+    sides: dict[str, Side] = {}
     profiler: subprocess.Popen | None = None
     sessions: list = []
     try:
-        for side in sides:
-            app, app_dir = SIDES[side]
-            env = homehub_env if side == "homehub" else dict(os.environ)
-            assert env is not None
-            servers[side] = Server(side, asgi, app, app_dir, env, workdir / f"{side}.{asgi}.log")
-        for server in servers.values():
-            await server.start()
-        # The two homes must answer alike; the floor is no home (one answer for every tool).
-        homes = [name for name in servers if name != "floor"]
-        shape = [(await open_sessions("http", n, servers[n].port, token, 1))[0] for n in homes]
-        if "homehub" in servers:
-            shape += await open_sessions("ws", "homehub-ws", servers["homehub"].port, token, 1)
+        token = create_token(deployment.homehub_env, "bench_http", root=opts.root)
+        names = list(APPS) if opts.only is None else [opts.only]
+        for name in names:
+            sides[name] = start_side(name, deployment, opts, workdir)
+        for side in sides.values():
+            for server in side.servers:
+                await server.start()
+        print(f"{kind}: {deployment.label}; logs in {workdir}", file=sys.stderr)
+        # The homes must answer alike; the floor is no home (one answer for every tool).
+        homes = [name for name in sides if name != "floor"]
+        shape = [(await open_sessions("http", n, sides[n].ports, token, 1))[0] for n in homes]
+        if "homehub" in sides:
+            shape += await open_sessions("ws", "homehub-ws", sides["homehub"].ports, token, 1)
         sessions += shape
-        for session in shape:  # the write cells may leave `salon` on (odd counts per session)
+        for session in shape:  # a write cell may leave `salon` on (odd counts per session)
             await session.call("set_light_state", {"name": "salon", "on": False})
         problems = await shape_check(shape)
         if problems:
             raise ProtocolFailure("shape check failed:\n  " + "\n  ".join(problems))
         if shape:
-            names = ", ".join(s.name for s in shape)
-            print(f"{asgi}: the six tools answer identically on {names}", file=sys.stderr)
+            print(
+                f"{kind}: the six tools answer alike on {', '.join(s.name for s in shape)}", file=sys.stderr
+            )
+        await asyncio.sleep(SETTLE_SECONDS)
         await close_all(sessions)
-        if opts.py_spy and "homehub" in servers:
-            profiler = start_py_spy(opts.py_spy, servers["homehub"].proc.pid)
+        if opts.py_spy and "homehub" in sides:
+            profiler = start_py_spy(f"{opts.py_spy}.{kind}", sides["homehub"].servers[0].proc.pid)
 
-        turns = [(side, "http") for side in servers]
-        if "homehub" in servers and not opts.no_ws:
-            turns.insert(1, ("homehub", "ws"))
         for mode, width in MODES.items():
-            for scenario, _kind in SCENARIOS:
+            for scenario, _kind, peer in [sc for sc in SCENARIOS if sc[0] in opts.scenarios]:
+                turns = [(n, "http") for n in ("homehub", peer, "floor") if n in sides]
+                if "homehub" in sides and not opts.no_ws:
+                    turns.insert(1, ("homehub", "ws"))
                 # Rounds interleaved (A B C A B C ...), so drift hits every side alike.
                 for _ in range(opts.rounds):
-                    for side, transport in turns:
-                        run = await measure_turn(
-                            asgi, servers[side], transport, token, width, (scenario, mode), opts
-                        )
-                        results.setdefault((asgi, side, transport, scenario, mode), []).append(run)
+                    for name, transport in turns:
+                        run = await measure_turn(sides[name], transport, token, width, (scenario, mode), opts)
+                        results.setdefault((kind, name, transport, scenario, mode), []).append(run)
     finally:
         await close_all(sessions)
         if profiler is not None:
             profiler.send_signal(signal.SIGINT)
             profiler.wait(60)
-            print(f"py-spy samples of HomeHub under {asgi} (raw, folded): {opts.py_spy}", file=sys.stderr)
-        for server in servers.values():
-            server.stop()
+            print(f"py-spy samples of HomeHub (raw, folded): {opts.py_spy}.{kind}", file=sys.stderr)
+        for side in sides.values():
+            for server in side.servers:
+                server.stop()
+        deployment.close()
+        if not opts.keep:
+            import shutil
+
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 async def main(opts: argparse.Namespace) -> int:
-    sides = list(SIDES) if opts.only is None else [opts.only]
-    asgis = opts.servers.split(",")
-    workdir = Path(tempfile.mkdtemp(prefix="bench_http_", dir="/tmp"))
+    deployments = opts.deployments.split(",")
     started = time.perf_counter()
     results: dict[Key, list[Run]] = {}
-    homehub_env = None
-    token = "none"
-    try:
-        if "homehub" in sides:
-            homehub_env = prepare_homehub(
-                workdir, sys.executable, debug=False, database_url=opts.database_url
-            )
-            homehub_env["MCP_RATE_LIMIT"] = "0"
-            homehub_env["MCP_HTTP_JSON_RESPONSE"] = "1" if opts.homehub_json else "0"
-            token = create_token(homehub_env, "bench_http")
-        for asgi in asgis:
-            await run_asgi(asgi, sides, homehub_env, token, workdir, opts, results)
-    finally:
-        if opts.keep:
-            print(f"kept {workdir}", file=sys.stderr)
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
-
-    both = {"homehub", "sdk"} <= set(sides)
-    text, all_met = table(results, asgis, sides)
-    answers = {
-        "homehub": f"HomeHub {'JSON' if opts.homehub_json else 'SSE'}",
-        "sdk": "SDK JSON",
-        "floor": "floor (bench/peers/bare_asgi.py) SSE",
-    }
+    for kind in deployments:
+        await run_deployment(kind, opts, results)
+    text, all_met = table(results, deployments, opts.scenarios)
     print(
-        f"\nMCP tools/call over Streamable HTTP and WebSocket: per cell {opts.rounds} interleaved "
-        f"rounds of {opts.count} calls per side (after {opts.warmup} warm-up calls each); medians "
-        f"over the rounds, ratios as median (min-max) of the per-round ratios. "
-        f"{', '.join(answers[side] for side in sides)} responses. Machine: {machine()}. "
+        f"\nMCP tools/call over Streamable HTTP and WebSocket under {opts.server}: per cell "
+        f"{opts.rounds} interleaved rounds of {opts.count} calls per side (after {opts.warmup} "
+        f"warm-up calls each); medians over the rounds, ratios as median (min-max) of the "
+        f"per-round ratios. HomeHub {'JSON' if opts.homehub_json else 'SSE'} answers"
+        f"{'' if opts.root == ROOT else f' (tree {opts.root})'}. Machine: {machine()}. "
         f"Run took {time.perf_counter() - started:.0f} s.\n"
     )
     print(text, flush=True)
-    if both:
+    if opts.json:
+        Path(opts.json).write_text(json.dumps(summary(results), indent=1))
+    if opts.only is None:
         print(
-            f"\nTargets (issue 7), on the median ratio: HomeHub's /mcp >= {TARGETS['http']}x the SDK's "
-            f"calls/s, its WebSocket >= {TARGETS['ws']}x the SDK's HTTP figure: "
+            "\nTargets (issue 16), on the median ratio: reads over /mcp >= 1.5x the SDK, over the "
+            "WebSocket >= 2x the SDK's HTTP figure; writes >= 1.5x the durable peer over both: "
             f"{'all met' if all_met else 'NOT all met'}."
         )
         return 0 if all_met else 1
@@ -567,28 +507,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--warmup", type=int, default=100, help="warm-up calls before each measurement (default 100)"
     )
-    parser.add_argument(
-        "--servers", default=",".join(ASGI_SERVERS), help="ASGI servers, comma-separated (daphne,uvicorn)"
-    )
-    parser.add_argument("--only", choices=list(SIDES), help="benchmark one side only")
+    parser.add_argument("--server", choices=ASGI_SERVERS, default="daphne", help="the ASGI server (daphne)")
+    parser.add_argument("--only", choices=list(APPS), help="benchmark one side only")
     parser.add_argument("--no-ws", action="store_true", help="skip HomeHub's WebSocket")
     parser.add_argument(
         "--homehub-json", action="store_true", help="HomeHub answers in JSON (MCP_HTTP_JSON_RESPONSE=1)"
     )
-    parser.add_argument("--py-spy", metavar="FILE", help="record py-spy samples of HomeHub into FILE")
     parser.add_argument(
-        "--database-url",
-        metavar="URL",
-        help="HomeHub's database instead of a fresh SQLite file (e.g. an empty PostgreSQL database)",
+        "--py-spy", metavar="FILE", help="record py-spy samples of HomeHub into FILE.<deployment>"
     )
-    parser.add_argument("--keep", action="store_true", help="keep the temporary directory (database, logs)")
+    add_deployment_options(parser)
     opts = parser.parse_args(argv)
     if opts.count < 16 or opts.warmup < 0 or opts.rounds < 1:
         parser.error("--count must be at least 16, --rounds at least 1, --warmup not negative")
-    if any(s not in ASGI_SERVERS for s in opts.servers.split(",")):
-        parser.error(f"--servers: choose from {', '.join(ASGI_SERVERS)}")
-    if opts.py_spy and len(opts.servers.split(",")) > 1:
-        parser.error("--py-spy needs a single --servers")
+    check_deployment_options(parser, opts, [sc[0] for sc in SCENARIOS])
     return opts
 
 

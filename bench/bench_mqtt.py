@@ -9,7 +9,7 @@ sized, persistence on; anonymous, as in the tests), then one consumer:
   automatic acknowledgement), counting messages and nothing else;
 - worker: `manage.py mqtt_worker` (`DJANGO_DEBUG=0`) storing into a throwaway database
   (SQLite in a temporary folder, or a bench database created and dropped on the PostgreSQL
-  server of `--database-url`).
+  server of `--database-url`, with Redis as the channel layer then, as deployed).
 
 `--publishers` processes, connected and with their payloads built beforehand, then publish
 a burst of `--count` distinct seed-004 readings (`{"value", "unit", "timestamp"}` on
@@ -46,9 +46,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from harness import ROOT, Mosquitto, cpu_seconds, production_database, start_py_spy
-
-sys.path.insert(0, str(ROOT))
+from harness import REDIS_BENCH_URL, ROOT, Mosquitto, cpu_seconds, production_database, start_py_spy
 
 POLL_SECONDS = 0.02
 IDLE_SECONDS = 5.0  # nothing more arrived for this long after the publishers ended: done
@@ -310,7 +308,7 @@ def phase_worker(
             sys.executable, "manage.py", "mqtt_worker", "--url", broker.url,
             "--client-id", f"bench-{zone}-{uuid.uuid4().hex[:6]}",
         ],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        cwd=args.root, env=env, stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     publishers = profiler = None
     try:
@@ -384,7 +382,13 @@ def main() -> None:
     parser.add_argument("--publishers", type=int, default=2, help="publisher processes")
     parser.add_argument("--only", choices=["ceiling", "worker"], help="skip the other consumer")
     parser.add_argument("--database-url", help="a PostgreSQL server (a bench database is created there)")
+    parser.add_argument(
+        "--redis-url",
+        default=REDIS_BENCH_URL,
+        help="with --database-url: a Redis database of its own (flushed)",
+    )
     parser.add_argument("--py-spy", metavar="FILE", help="sample each worker into FILE.<phase>")
+    parser.add_argument("--root", type=Path, default=ROOT, help="the HomeHub tree to run (default: this one)")
     parser.add_argument("--timeout", type=float, default=150.0, help="seconds at most per phase")
     # for the child processes
     parser.add_argument("--role", choices=["publish", "subscribe"], help=argparse.SUPPRESS)
@@ -401,8 +405,15 @@ def main() -> None:
     if args.role == "subscribe":
         return run_subscriber(args)
 
+    args.root = args.root.resolve()
+    sys.path.insert(0, str(args.root))  # its settings, models and migrations
     args.workdir = tempfile.mkdtemp(prefix="bench_mqtt_")
     drop = production_database(args.database_url, Path(args.workdir), f"homehub_bench_{os.getpid()}")
+    if args.database_url:  # PostgreSQL is deployed with Redis
+        import redis
+
+        redis.Redis.from_url(args.redis_url).flushdb()
+        os.environ["REDIS_URL"] = args.redis_url
     try:
         import django
 

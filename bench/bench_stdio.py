@@ -1,22 +1,36 @@
-"""MCP over stdio: HomeHub's `manage.py mcp_stdio` against the official SDK's `MCPServer`.
+"""MCP over stdio: HomeHub's `manage.py mcp_stdio` against the official SDK's `MCPServer`, on
+both of HomeHub's deployments.
 
-Both servers run as subprocesses and are driven by the same raw client (asyncio, one
-JSON-RPC message per line, responses matched by id), so the client's cost is identical.
-For each scenario (reads: `get_all_states`, `get_alarm_status`; writes: `set_light_state`
+Every server runs as a subprocess driven by the same raw client (asyncio, one JSON-RPC
+message per line, responses matched by id), so the client's cost is identical. For each
+scenario (reads: `get_all_states`, `get_alarm_status`; writes: `set_light_state`
 alternating on/off) and each mode (sequential: one call in flight; pipelined: a window of
 calls in flight) it measures calls/s, p50/p99 latency and the server's CPU time per call
-(utime + stime of the server process from /proc/<pid>/stat, before/after).
+(utime + stime of the server process from /proc/<pid>/stat, before/after; a database
+server's own CPU is not in it).
 
-HomeHub runs on a fresh temporary SQLite database (migrated and seeded here), with the
-environment it gets by default; the peer (`bench/peers/sdk_home_server.py`) keeps the same
-home in memory. Both get the same warm-up before every measurement.
+Reads are compared with the SDK's server keeping the home in memory
+(`bench/peers/sdk_home_server.py`); writes with the same server whose writes commit first,
+as HomeHub's do (`bench/peers/sdk_durable_home.py`: the light's row and one audit row in one
+transaction per call, with the driver directly, in a copy of HomeHub's database on the same
+server). Deployments (`--deployments`, both by default; `bench/harness.py`): `sqlite`
+(`make run`'s defaults: SQLite, the database channel layer) and `postgres` (PostgreSQL and
+Redis). `mcp_stdio` is a process of its own beside the serving hub, as an MCP client starts
+it next to a running hub: the deployment's daphne processes (one on `sqlite`, two on
+`postgres`) run on the same database and listen on the change feed, so every write
+`mcp_stdio` commits is announced to them (`--alone`: no hub beside it).
 
-    .venv/bin/python bench/bench_stdio.py                 # the whole comparison, < 3 minutes
-    .venv/bin/python bench/bench_stdio.py --count 500     # quicker
-    .venv/bin/python bench/bench_stdio.py --only homehub  # one side (no ratios)
+This machine's speed drifts by up to ±30 % from minute to minute, so each cell is measured
+in `--rounds` interleaved rounds (HomeHub, then the peer, again), each turn after the same
+`--warmup` calls in the mode about to be measured; the table shows the medians over the
+rounds and each ratio as the median (min-max) of the per-round ratios.
 
-Exit status 0 when every target of issue 3 is met (HomeHub >= 3x the SDK on reads,
->= 1.5x on writes, compared per scenario), 1 otherwise, 2 on a protocol failure.
+    .venv/bin/python bench/bench_stdio.py                       # both deployments, ~4 minutes
+    .venv/bin/python bench/bench_stdio.py --deployments sqlite --count 500 --rounds 1   # a look
+    .venv/bin/python bench/bench_stdio.py --only homehub --py-spy /tmp/stdio   # one side
+
+Exit status 0 when every target (issue 16) is met by its median ratio (reads >= 3x the SDK,
+writes >= 1.5x the durable peer, per scenario and mode), 1 otherwise, 2 on a protocol failure.
 """
 
 from __future__ import annotations
@@ -26,7 +40,6 @@ import asyncio
 import contextlib
 import itertools
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -40,31 +53,39 @@ from typing import Any
 from harness import (
     PROTOCOL_VERSION,
     ROOT,
+    SETTLE_SECONDS,
     Arguments,
     ProtocolFailure,
     Run,
+    Server,
+    add_deployment_options,
     arguments_for,
+    check_deployment_options,
     cpu_seconds,
     failed,
+    figures,
     fmt_ms,
     fmt_rate,
     machine,
-    prepare_homehub,
+    median_cpu_per_call_us,
+    median_rate,
+    prepare_deployment,
     sequential,
     shape_check,
     start_py_spy,
+    target_cells,
 )
 
-PEER = ROOT / "bench" / "peers" / "sdk_home_server.py"
-
-# (scenario, tool, kind); arguments come from `arguments_for`.
+PEERS = ROOT / "bench" / "peers"
+# (scenario, tool, kind, the peer it is compared with); arguments come from `arguments_for`.
 SCENARIOS = [
-    ("get_all_states", "get_all_states", "read"),
-    ("get_alarm_status", "get_alarm_status", "read"),
-    ("set_light_state", "set_light_state", "write"),
+    ("get_all_states", "get_all_states", "read", "sdk"),
+    ("get_alarm_status", "get_alarm_status", "read", "sdk"),
+    ("set_light_state", "set_light_state", "write", "durable"),
 ]
 MODES = ("sequential", "pipelined")
 TARGETS = {"read": 3.0, "write": 1.5}
+PEER_LABELS = {"sdk": "SDK (memory)", "durable": "SDK (durable)"}
 
 
 class Client:
@@ -234,118 +255,180 @@ class Client:
 
 # --- report ------------------------------------------------------------------------------
 
+Key = tuple[str, str, str, str]  # (deployment, side, scenario, mode)
 
-def table(results: dict[tuple[str, str, str], Run], servers: list[str]) -> tuple[str, bool]:
-    """Markdown table; returns (text, every target met)."""
-    both = servers == ["homehub", "sdk"]
-    head = ["scenario", "mode"]
-    for server in servers:
-        head += [f"{server} calls/s", f"{server} p50/p99 ms", f"{server} CPU µs/call"]
-    if both:
-        head += ["ratio", "target", ""]
+
+def table(results: dict[Key, list[Run]], deployments: list[str], scenarios: list[str]) -> tuple[str, bool]:
+    """Markdown table, medians over the rounds; returns (text, every target met)."""
+    head = ["deployment", "scenario", "mode", "HomeHub calls/s", "p50/p99 ms", "CPU µs/call"]
+    head += ["peer", "peer calls/s", "p50/p99 ms", "CPU µs/call", "HomeHub/peer", "target", ""]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     all_met = True
-    for scenario, _tool, kind in SCENARIOS:
-        for mode in MODES:
-            row = [scenario, mode]
-            for server in servers:
-                run = results[(server, scenario, mode)]
-                row += [
-                    fmt_rate(run.rate),
-                    f"{fmt_ms(run.percentile(0.50))} / {fmt_ms(run.percentile(0.99))}",
-                    f"{run.cpu_per_call_us:,.0f}",
-                ]
-            if both:
-                ratio = results[("homehub", scenario, mode)].rate / results[("sdk", scenario, mode)].rate
-                target = TARGETS[kind]
-                met = ratio >= target
+    for deployment in deployments:
+        for scenario, _tool, kind, peer_name in [sc for sc in SCENARIOS if sc[0] in scenarios]:
+            for mode in MODES:
+                row = [deployment, scenario, mode]
+                sides = [("homehub", None), (peer_name, PEER_LABELS[peer_name])]
+                for side, label in sides:
+                    runs = results.get((deployment, side, scenario, mode))
+                    row += [label] if label else []
+                    if runs is None:
+                        row += ["", "", ""]
+                        continue
+                    middle = sorted(runs, key=lambda run: run.rate)[len(runs) // 2]
+                    row += [
+                        fmt_rate(median_rate(runs)),
+                        f"{fmt_ms(middle.percentile(0.50))} / {fmt_ms(middle.percentile(0.99))}",
+                        f"{median_cpu_per_call_us(runs):,.0f}",
+                    ]
+                ours = results.get((deployment, "homehub", scenario, mode))
+                theirs = results.get((deployment, peer_name, scenario, mode))
+                cells, met = target_cells(ours, theirs, TARGETS[kind])
                 all_met &= met
-                row += [f"{ratio:.2f}x", f">= {target}x", "pass" if met else "FAIL"]
-            lines.append("| " + " | ".join(row) + " |")
+                row += cells
+                lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines), all_met
+
+
+def summary(results: dict[Key, list[Run]]) -> list[dict[str, Any]]:
+    """The figures as JSON (`--json`): every cell's rounds and per-round ratios."""
+    cells = []
+    for (deployment, side, scenario, mode), runs in sorted(results.items()):
+        peer_name = next(peer for name, _tool, _kind, peer in SCENARIOS if name == scenario)
+        peer = results.get((deployment, peer_name, scenario, mode))
+        where = {"deployment": deployment, "side": side, "scenario": scenario, "mode": mode}
+        cells.append({**where, **figures(runs, peer if side == "homehub" else None)})
+    return cells
 
 
 # --- main --------------------------------------------------------------------------------
 
 
-async def main(opts: argparse.Namespace) -> int:
+async def measure_turn(client: Client, tool: str, mode: str, opts: argparse.Namespace) -> Run:
+    """The same warm-up for every side: `--warmup` calls in the mode about to be measured."""
+    args = arguments_for(tool)
+    if mode == "sequential":
+        if opts.warmup:
+            await client.sequential(tool, args, opts.warmup)
+        return await client.sequential(tool, args, opts.count)
+    if opts.warmup:
+        await client.pipelined(tool, args, opts.warmup, opts.window)
+    return await client.pipelined(tool, args, opts.count, opts.window)
+
+
+async def touch(port: int) -> None:
+    """One request, so that a serving process starts its gateway and listens on the feed."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode())
+    await writer.drain()
+    await reader.read()
+    writer.close()
+
+
+async def run_deployment(kind: str, opts: argparse.Namespace, results: dict[Key, list[Run]]) -> None:
+    workdir = Path(tempfile.mkdtemp(prefix=f"bench_stdio_{kind}_", dir="/tmp"))
+    deployment = prepare_deployment(
+        kind, workdir, root=opts.root, pg_server_url=opts.pg_server_url, redis_url=opts.redis_url
+    )
     python = sys.executable
-    servers = ["homehub", "sdk"] if opts.only is None else [opts.only]
-    workdir = Path(tempfile.mkdtemp(prefix="bench_stdio_", dir="/tmp"))
+    hub: list[Server] = []
     clients: dict[str, Client] = {}
     profiler: subprocess.Popen | None = None
-    started = time.perf_counter()
     try:
-        if "homehub" in servers:
-            env = prepare_homehub(workdir, python, opts.homehub_debug)
-            clients["homehub"] = Client(
-                "homehub",
-                [python, "manage.py", "mcp_stdio"],
-                env,
-                ROOT,
-                workdir / "homehub.stderr",
-            )
-        if "sdk" in servers:
-            clients["sdk"] = Client(
-                "sdk", [python, str(PEER)], dict(os.environ), ROOT, workdir / "sdk.stderr"
-            )
+        env = deployment.homehub_env
+        if opts.homehub_debug:
+            env = {**env, "DJANGO_DEBUG": "1"}
+        if not opts.alone:
+            for i in range(deployment.processes):
+                hub.append(
+                    Server(
+                        f"hub-{i}",
+                        "daphne",
+                        "homehub.asgi:application",
+                        opts.root,
+                        env,
+                        workdir / f"hub-{i}.log",
+                    )
+                )
+            for server in hub:
+                await server.start()
+                await touch(server.port)
+        sides = ["homehub", "sdk", "durable"] if opts.only is None else [opts.only]
+        argv = {
+            "homehub": [python, "manage.py", "mcp_stdio"],
+            "sdk": [python, str(PEERS / "sdk_home_server.py")],
+            "durable": [python, str(PEERS / "sdk_durable_home.py")],
+        }
+        for name in sides:
+            cwd = opts.root if name == "homehub" else ROOT
+            side_env = env if name == "homehub" else deployment.peer_env
+            clients[name] = Client(name, argv[name], side_env, cwd, workdir / f"{name}.stderr")
         for client in clients.values():
             await client.start()
         if opts.py_spy and "homehub" in clients:
-            profiler = start_py_spy(opts.py_spy, clients["homehub"].pid)
-
+            profiler = start_py_spy(f"{opts.py_spy}.{kind}", clients["homehub"].pid)
         problems = await shape_check(list(clients.values()))
         if problems:
-            print("shape check FAILED:\n  " + "\n  ".join(problems), file=sys.stderr)
-            return 2
-        print(f"shape check: the six tools answer identically on {', '.join(clients)}", file=sys.stderr)
+            raise ProtocolFailure("shape check failed:\n  " + "\n  ".join(problems))
+        await asyncio.sleep(SETTLE_SECONDS)
+        beside = "alone" if opts.alone else f"beside {len(hub)} serving process(es)"
+        print(f"{kind}: {deployment.label}; mcp_stdio {beside}; the six tools answer alike", file=sys.stderr)
 
-        results: dict[tuple[str, str, str], Run] = {}
-        for scenario, tool, _kind in SCENARIOS:
-            args = arguments_for(tool)
+        for scenario, tool, _kind, peer in [sc for sc in SCENARIOS if sc[0] in opts.scenarios]:
             for mode in MODES:
-                for name, client in clients.items():  # interleaved, so drift hits both alike
-                    # The same warm-up for both: `--warmup` calls in the mode about to be measured.
-                    if mode == "sequential":
-                        if opts.warmup:
-                            await client.sequential(tool, args, opts.warmup)
-                        run = await client.sequential(tool, args, opts.count)
-                    else:
-                        if opts.warmup:
-                            await client.pipelined(tool, args, opts.warmup, opts.window)
-                        run = await client.pipelined(tool, args, opts.count, opts.window)
-                    if run.failures:
-                        raise ProtocolFailure(f"{name}: {run.failures} failed calls in {scenario}/{mode}")
-                    results[(name, scenario, mode)] = run
-                    print(
-                        f"  {name:8} {scenario:17} {mode:10} {fmt_rate(run.rate):>7} calls/s "
-                        f"p50 {fmt_ms(run.percentile(0.5))} ms p99 {fmt_ms(run.percentile(0.99))} ms "
-                        f"server CPU {run.cpu_per_call_us:,.0f} µs/call",
-                        file=sys.stderr,
-                    )
+                # Rounds interleaved (A B A B ...), so drift hits both sides alike.
+                for _ in range(opts.rounds):
+                    for name in ("homehub", peer):
+                        client = clients.get(name)
+                        if client is None:
+                            continue
+                        run = await measure_turn(client, tool, mode, opts)
+                        if run.failures:
+                            raise ProtocolFailure(f"{name}: {run.failures} failed calls in {scenario}/{mode}")
+                        results.setdefault((kind, name, scenario, mode), []).append(run)
+                        print(
+                            f"  {name:8} {scenario:17} {mode:10} {fmt_rate(run.rate):>7} calls/s "
+                            f"p50 {fmt_ms(run.percentile(0.5))} ms p99 {fmt_ms(run.percentile(0.99))} ms "
+                            f"server CPU {run.cpu_per_call_us:,.0f} µs/call",
+                            file=sys.stderr,
+                        )
     finally:
         if profiler is not None:
             profiler.send_signal(signal.SIGINT)
             profiler.wait(30)
-            print(f"py-spy samples of HomeHub (raw, folded stacks): {opts.py_spy}", file=sys.stderr)
+            print(f"py-spy samples of HomeHub (raw, folded stacks): {opts.py_spy}.{kind}", file=sys.stderr)
         for client in clients.values():
             await client.stop()
+        for server in hub:
+            server.stop()
+        deployment.close()
         if opts.keep:
             print(f"kept {workdir}", file=sys.stderr)
         else:
             shutil.rmtree(workdir, ignore_errors=True)
 
-    text, all_met = table(results, list(clients))
+
+async def main(opts: argparse.Namespace) -> int:
+    deployments = opts.deployments.split(",")
+    started = time.perf_counter()
+    results: dict[Key, list[Run]] = {}
+    for kind in deployments:
+        await run_deployment(kind, opts, results)
+    text, all_met = table(results, deployments, opts.scenarios)
     print(
-        f"\nMCP tools/call over stdio, {opts.count} calls per cell after {opts.warmup} warm-up calls; "
-        f"pipelined = {opts.window} calls in flight. Machine: {machine()}. "
-        f"HomeHub DJANGO_DEBUG={int(opts.homehub_debug)}. Run took {time.perf_counter() - started:.0f} s.\n"
+        f"\nMCP tools/call over stdio: per cell {opts.rounds} interleaved rounds of {opts.count} calls "
+        f"per side after {opts.warmup} warm-up calls; pipelined = {opts.window} calls in flight; "
+        f"mcp_stdio {'alone' if opts.alone else 'beside the serving hub'}"
+        f"{'' if opts.root == ROOT else f' (tree {opts.root})'}. Machine: {machine()}. "
+        f"Run took {time.perf_counter() - started:.0f} s.\n"
     )
     print(text, flush=True)
-    if len(clients) == 2:
+    if opts.json:
+        Path(opts.json).write_text(json.dumps(summary(results), indent=1))
+    if opts.only is None:
         print(
-            f"\nTargets (issue 3): HomeHub >= {TARGETS['read']}x the SDK on reads, "
-            f">= {TARGETS['write']}x on writes: {'all met' if all_met else 'NOT all met'}."
+            f"\nTargets (issue 16): HomeHub >= {TARGETS['read']}x the SDK on reads, "
+            f">= {TARGETS['write']}x the durable peer on writes: {'all met' if all_met else 'NOT all met'}."
         )
         return 0 if all_met else 1
     return 0
@@ -355,20 +438,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--count", type=int, default=3000, help="measured calls per cell (default 3000)")
+    parser.add_argument("--count", type=int, default=2000, help="measured calls per turn (default 2000)")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per cell (default 3)")
     parser.add_argument(
-        "--warmup", type=int, default=300, help="warm-up calls before each cell (default 300)"
+        "--warmup", type=int, default=200, help="warm-up calls before each turn (default 200)"
     )
-    parser.add_argument("--window", type=int, default=64, help="calls in flight when pipelined (default 64)")
-    parser.add_argument("--only", choices=["homehub", "sdk"], help="benchmark one server only")
+    parser.add_argument(
+        "--window",
+        type=int,
+        default=16,
+        help="calls in flight when pipelined (default 16, MCP_MAX_CONCURRENT_CALLS)",
+    )
+    parser.add_argument("--alone", action="store_true", help="no serving hub beside mcp_stdio")
+    parser.add_argument("--only", choices=["homehub", "sdk", "durable"], help="benchmark one server only")
     parser.add_argument(
         "--homehub-debug", action="store_true", help="run HomeHub with DJANGO_DEBUG=1 (default: 0)"
     )
-    parser.add_argument("--py-spy", metavar="FILE", help="record py-spy samples of HomeHub into FILE")
-    parser.add_argument("--keep", action="store_true", help="keep the temporary directory (database, logs)")
+    parser.add_argument(
+        "--py-spy", metavar="FILE", help="record py-spy samples of HomeHub into FILE.<deployment>"
+    )
+    add_deployment_options(parser)
     opts = parser.parse_args(argv)
-    if opts.count < 1 or opts.warmup < 0 or opts.window < 1:
-        parser.error("--count and --window must be positive, --warmup not negative")
+    if opts.count < 1 or opts.warmup < 0 or opts.window < 1 or opts.rounds < 1:
+        parser.error("--count, --rounds and --window must be positive, --warmup not negative")
+    check_deployment_options(parser, opts, [sc[0] for sc in SCENARIOS])
     return opts
 
 

@@ -7,13 +7,16 @@ shape check, the HomeHub set-up, the report helpers and py-spy.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
 import platform
 import secrets
 import shutil
+import signal
 import socket
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -25,6 +28,11 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+ASGI_SERVERS = ("daphne", "uvicorn")
+# After the shape check, before measuring: what a process does once at start (its change feed
+# settling, its first reads) is not what a call costs in a hub that has been running.
+SETTLE_SECONDS = 2.0
 PROTOCOL_VERSION = "2025-11-25"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -107,10 +115,11 @@ async def sequential(call: TimedCall, tool: str, args: Arguments, n: int, latenc
 
 
 def prepare_homehub(
-    workdir: Path, python: str, debug: bool, database_url: str | None = None
+    workdir: Path, python: str, debug: bool, database_url: str | None = None, root: Path = ROOT
 ) -> dict[str, str]:
     """A fresh SQLite database in `workdir` (or the one at `database_url`, which should be an
-    empty database made for the run), migrated and seeded; returns HomeHub's environment."""
+    empty database made for the run), migrated and seeded by the HomeHub tree at `root`;
+    returns HomeHub's environment."""
     env = dict(os.environ)
     env["DATABASE_URL"] = database_url or f"sqlite:///{workdir / 'homehub.sqlite3'}"
     # As deployed: DEBUG keeps every SQL statement in memory (and on SQLite runs one more
@@ -118,7 +127,7 @@ def prepare_homehub(
     env["DJANGO_DEBUG"] = "1" if debug else "0"
     env.setdefault("DJANGO_SECRET_KEY", secrets.token_urlsafe(50))  # required without DEBUG
     for argv in (["migrate", "--noinput", "-v", "0"], ["seed_home"]):
-        subprocess.run([python, "manage.py", *argv], cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([python, "manage.py", *argv], cwd=root, env=env, check=True, stdout=subprocess.DEVNULL)
     return env
 
 
@@ -132,10 +141,10 @@ def jsonrpc_request(request_id: int | None, method: str, params: dict[str, Any] 
     return json.dumps(message, separators=(",", ":")).encode()
 
 
-def create_token(env: dict[str, str], name: str) -> str:
+def create_token(env: dict[str, str], name: str, root: Path = ROOT) -> str:
     """A new MCP token with scopes read,control in HomeHub's database of `env`."""
     argv = [sys.executable, "manage.py", "create_mcp_token", name, "--scopes", "read,control"]
-    out = subprocess.run(argv, cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(argv, cwd=root, env=env, check=True, capture_output=True, text=True).stdout
     return out.strip().splitlines()[-1]
 
 
@@ -194,6 +203,27 @@ def fmt_ratios(ratios: list[float]) -> str:
     return median if len(ratios) == 1 else f"{median} ({min(ratios):.2f}-{max(ratios):.2f})"
 
 
+def target_cells(ours: list[Run] | None, theirs: list[Run] | None, target: float) -> tuple[list[str], bool]:
+    """A table's ratio, target and verdict cells for HomeHub's rounds against a peer's, and
+    whether the median ratio meets the target (True when either side was not measured)."""
+    if not (ours and theirs):
+        return ["", f">= {target}x", ""], True
+    ratios = round_ratios(ours, theirs)
+    met = statistics.median(ratios) >= target
+    return [fmt_ratios(ratios), f">= {target}x", "pass" if met else "FAIL"], met
+
+
+def figures(runs: list[Run], peer: list[Run] | None) -> dict[str, Any]:
+    """A cell's rounds for `--json`: calls/s, CPU µs per call, p50 ms and, against `peer`'s
+    rounds when given, the per-round ratios."""
+    return {
+        "rates": [round(run.rate, 1) for run in runs],
+        "cpu_us": [round(run.cpu_per_call_us, 1) for run in runs],
+        "p50_ms": [round(run.percentile(0.5) * 1e3, 3) for run in runs],
+        "ratios": [round(r, 3) for r in round_ratios(runs, peer)] if peer else None,
+    }
+
+
 def machine() -> str:
     cpu = platform.processor() or platform.machine()
     with contextlib.suppress(OSError):
@@ -229,8 +259,9 @@ def rss_mib(pid: int) -> float:
     return 0.0
 
 
-def create_database(url: str, name: str) -> tuple[str, Callable[[], None]]:
-    """A fresh database `name` on the PostgreSQL server of `url`; returns its URL and a drop
+def create_database(url: str, name: str, template: str | None = None) -> tuple[str, Callable[[], None]]:
+    """A fresh database `name` on the PostgreSQL server of `url` (a copy of the database
+    `template` when given, which nobody may be connected to); returns its URL and a drop
     function (which also ends whatever connections are left)."""
     import psycopg
 
@@ -238,7 +269,7 @@ def create_database(url: str, name: str) -> tuple[str, Callable[[], None]]:
     admin = urlunsplit(parts._replace(path="/postgres"))
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
 
     def drop() -> None:
         with psycopg.connect(admin, autocommit=True) as conn:
@@ -260,6 +291,203 @@ def production_database(server_url: str | None, folder: Path, name: str) -> Call
     os.environ.setdefault("DJANGO_SECRET_KEY", secrets.token_urlsafe(50))  # required without DEBUG
     os.environ.pop("REDIS_URL", None)
     return drop
+
+
+# --- servers ---------------------------------------------------------------------------------
+
+
+def server_argv(asgi: str, app: str, port: int, app_dir: Path) -> list[str]:
+    """The same flags for both sides: loopback, no access log, one process."""
+    if asgi == "daphne":
+        return [str(BIN / "daphne"), "-v", "0", "-b", "127.0.0.1", "-p", str(port), app]
+    return [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--app-dir",
+        str(app_dir),
+        "--log-level",
+        "warning",
+        "--no-access-log",
+        app,
+    ]
+
+
+class Server:
+    def __init__(self, name: str, asgi: str, app: str, app_dir: Path, env: dict[str, str], log: Path):
+        self.name, self.asgi = name, asgi
+        self.port = free_port()
+        self.argv = server_argv(asgi, app, self.port, app_dir)
+        self.env, self.cwd, self.log_path = env, app_dir, log
+        self.proc: subprocess.Popen | None = None
+
+    async def start(self) -> None:
+        self._log = self.log_path.open("wb")
+        self.proc = subprocess.Popen(
+            self.argv, cwd=self.cwd, env=self.env, stdout=self._log, stderr=subprocess.STDOUT
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise ProtocolFailure(f"{self.name} exited: see {self.log_path}")
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", self.port)
+            except OSError:
+                await asyncio.sleep(0.1)
+                continue
+            writer.close()
+            return
+        raise ProtocolFailure(f"{self.name} did not listen on {self.port} within 60 s")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        with contextlib.suppress(AttributeError):
+            self._log.close()
+
+    def cpu(self) -> float:
+        """CPU seconds of the server process and its descendants."""
+        assert self.proc is not None
+        pids, total = [self.proc.pid], 0.0
+        children: dict[int, list[int]] = {}
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError, ValueError, IndexError):
+                    stat = (entry / "stat").read_text()
+                    ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
+                    children.setdefault(ppid, []).append(int(entry.name))
+        while pids:
+            pid = pids.pop()
+            with contextlib.suppress(OSError):
+                total += cpu_seconds(pid)
+            pids.extend(children.get(pid, ()))
+        return total
+
+
+# --- where HomeHub runs: the two deployments the MCP benchmarks measure ----------------------
+
+DEPLOYMENTS = ("sqlite", "postgres")
+PG_SERVER_URL = "postgres://postgres@127.0.0.1:5432/postgres"
+REDIS_BENCH_URL = "redis://127.0.0.1:6379/8"  # a Redis database of the benchmarks' own, flushed
+
+
+def add_deployment_options(parser: Any) -> None:
+    """The options the MCP benchmarks share: where HomeHub runs, which tree, what to keep."""
+    parser.add_argument(
+        "--deployments", default=",".join(DEPLOYMENTS), help="sqlite, postgres or both (default)"
+    )
+    parser.add_argument("--scenarios", help="comma-separated scenario names (default: all)")
+    parser.add_argument("--root", type=Path, default=ROOT, help="the HomeHub tree to run (default: this one)")
+    parser.add_argument("--pg-server-url", default=PG_SERVER_URL, help="PostgreSQL server for `postgres`")
+    parser.add_argument("--redis-url", default=REDIS_BENCH_URL, help="a Redis database of its own (flushed)")
+    parser.add_argument("--json", metavar="FILE", help="also write every cell's figures as JSON")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the temporary directories (databases, logs)"
+    )
+
+
+def check_deployment_options(parser: Any, opts: Any, scenarios: list[str]) -> None:
+    """Validate and normalise what `add_deployment_options` added (`scenarios`: the known ones)."""
+    if any(d not in DEPLOYMENTS for d in opts.deployments.split(",")):
+        parser.error(f"--deployments: choose from {', '.join(DEPLOYMENTS)}")
+    opts.scenarios = opts.scenarios.split(",") if opts.scenarios else scenarios
+    if any(sc not in scenarios for sc in opts.scenarios):
+        parser.error(f"--scenarios: choose from {', '.join(scenarios)}")
+    opts.root = opts.root.resolve()
+
+
+@dataclass
+class Deployment:
+    """HomeHub as it runs in one of the two supported set-ups, with the write peer's database
+    beside it:
+
+    - `sqlite`: `make run`'s defaults: a SQLite file, no Redis (the database channel layer),
+      one serving process;
+    - `postgres`: PostgreSQL and Redis (the channel layer and the cache), two serving
+      processes, as docs/DEPLOY.md deploys it.
+
+    The peer's database is a copy of HomeHub's once migrated and seeded, on the same server:
+    a SQLite file in the same folder, or a database on the same PostgreSQL server.
+    """
+
+    kind: str
+    homehub_env: dict[str, str]
+    peer_env: dict[str, str]
+    processes: int
+    cleanup: list[Callable[[], None]] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        if self.kind == "sqlite":
+            return "SQLite, database channel layer, 1 serving process"
+        return f"PostgreSQL + Redis, {self.processes} serving processes"
+
+    def close(self) -> None:
+        while self.cleanup:
+            with contextlib.suppress(Exception):
+                self.cleanup.pop()()
+
+
+def prepare_deployment(
+    kind: str,
+    workdir: Path,
+    *,
+    root: Path = ROOT,
+    pg_server_url: str = PG_SERVER_URL,
+    redis_url: str = REDIS_BENCH_URL,
+) -> Deployment:
+    """A fresh database (and Redis) for HomeHub's tree at `root`, migrated and seeded, with
+    production settings (DJANGO_DEBUG=0, no rate limit: the budget would refuse a benchmark),
+    and the peer's copy of it."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    cleanup: list[Callable[[], None]] = []
+    saved_redis = os.environ.pop("REDIS_URL", None)  # the outer environment's stays out of it
+    try:
+        if kind == "sqlite":
+            env = prepare_homehub(workdir, sys.executable, debug=False, root=root)
+            peer_file = workdir / "peer.sqlite3"
+            source = sqlite3.connect(env["DATABASE_URL"].removeprefix("sqlite://"))
+            with contextlib.closing(source), contextlib.closing(sqlite3.connect(peer_file)) as copy:
+                source.backup(copy)
+            peer_url = f"sqlite:///{peer_file}"
+            processes = 1
+        elif kind == "postgres":
+            name = f"homehub_bench_{os.getpid()}"
+            database_url, drop = create_database(pg_server_url, name)
+            cleanup.append(drop)
+            env = prepare_homehub(workdir, sys.executable, debug=False, database_url=database_url, root=root)
+            peer_url, drop_peer = create_database(pg_server_url, f"{name}_peer", template=name)
+            cleanup.append(drop_peer)
+            import redis
+
+            flush = redis.Redis.from_url(redis_url).flushdb
+            flush()
+            cleanup.append(flush)
+            env["REDIS_URL"] = redis_url
+            processes = 2
+        else:
+            raise ValueError(f"unknown deployment {kind!r}: {', '.join(DEPLOYMENTS)}")
+    except BaseException:
+        for step in reversed(cleanup):
+            with contextlib.suppress(Exception):
+                step()
+        raise
+    finally:
+        if saved_redis is not None:
+            os.environ["REDIS_URL"] = saved_redis
+    env["MCP_RATE_LIMIT"] = "0"
+    peer_env = {key: value for key, value in os.environ.items() if key != "REDIS_URL"}
+    peer_env["PEER_DATABASE_URL"] = peer_url
+    return Deployment(kind, env, peer_env, processes, cleanup)
 
 
 class Mosquitto:

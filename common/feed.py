@@ -4,8 +4,13 @@
 transaction commits (at once outside one) and returns without waiting for anything: the
 committing thread may be Django's database thread of an event loop that is stopping (a
 SIGTERM), which must never wait for that loop. With the database channel layer the message
-is written in the transaction itself (`common.layers`); with Redis it is sent from a thread
-of its own, on an event loop of its own. A failure is logged: it never undoes the change.
+is written in the transaction itself (`common.layers`). With Redis it is sent from the event
+loop whose write it is, when the write came from one (`common.write_batches` says which, with
+`writes_from`): handed over with `call_soon_threadsafe`, never waited for, and sent there as
+any other message of that loop. A write made elsewhere (a sync view, a command), or whose loop
+has closed, is sent from a thread of the feed's own, on an event loop of its own. A third
+thread per write would cost as much as the send: every hand-over between threads that all
+want the GIL is paid in wake-ups. A failure is logged: it never undoes the change.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import atexit
 import concurrent.futures
 import logging
 import threading
+from contextvars import ContextVar
 from typing import Any
 
 from channels.layers import get_channel_layer
@@ -24,6 +30,15 @@ from common.layers import DatabaseChannelLayer
 
 logger = logging.getLogger(__name__)
 
+# The event loop whose write the database thread is running, if any.
+_writer_loop: ContextVar[asyncio.AbstractEventLoop | None] = ContextVar("feed_writer_loop", default=None)
+
+
+def writes_from(loop: asyncio.AbstractEventLoop) -> None:
+    """Announce what the current context commits from `loop` (set in the task that hands
+    writes to the database thread: the context goes there with them)."""
+    _writer_loop.set(loop)
+
 
 def announce(group: str, message: dict[str, Any]) -> None:
     layer = get_channel_layer()
@@ -32,7 +47,38 @@ def announce(group: str, message: dict[str, Any]) -> None:
     if isinstance(layer, DatabaseChannelLayer):
         layer.announce(group, message)
     else:
-        transaction.on_commit(lambda: _sender.send(layer, group, message))
+        loop = _writer_loop.get()
+        transaction.on_commit(lambda: _send(layer, group, message, loop))
+
+
+def _send(layer: Any, group: str, message: dict[str, Any], loop: asyncio.AbstractEventLoop | None) -> None:
+    if loop is not None:
+        try:
+            loop.call_soon_threadsafe(_send_on_loop, layer, group, message)
+            return
+        except RuntimeError:  # the loop has closed
+            pass
+    _sender.send(layer, group, message)
+
+
+_sending: set[asyncio.Task[None]] = set()
+
+
+def _send_on_loop(layer: Any, group: str, message: dict[str, Any]) -> None:
+    task = asyncio.ensure_future(_send_here(layer, group, message))
+    _sending.add(task)
+    task.add_done_callback(_sending.discard)
+
+
+async def _send_here(layer: Any, group: str, message: dict[str, Any]) -> None:
+    try:
+        await _group_send(layer, group, message)
+    except asyncio.CancelledError:
+        # The loop is stopping (a SIGTERM cancels what it runs): the feed's own thread sends it,
+        # within its exit grace. Twice at worst, if Redis had it already: every listener takes
+        # a change heard twice as it takes it once.
+        _sender.send(layer, group, message)
+        raise
 
 
 class _Sender:

@@ -13,16 +13,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 
+from common.write_batches import batched
 from devices.services import record_event
 from devices.storable import bounded_json, storable_text
 from mcp_endpoint.registry import Caller, Tool, ToolResult
 
 MAX_ARGUMENTS_CHARS = 2000
 
-_arecord_event = sync_to_async(record_event)
+_arecord_event = batched(record_event)
 
 
 def kept(tool: Tool, result: ToolResult) -> bool:

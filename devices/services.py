@@ -4,8 +4,9 @@ Each write is one `transaction.atomic()` that locks and changes the row through 
 writes its audit `Event` (who, through which door, before and after) and announces the
 change, which every hub process hears once the transaction commits (`devices.broadcast`).
 This process's copy of the home's state is dropped as the transaction commits, before the
-write returns (`devices.home_state`). Async callers use the `a*` names: the same service,
-reached through `sync_to_async`.
+write returns (`devices.home_state`). Async callers use the `a*` names: the same service in
+Django's database thread, where writes made at the same time share one hop and one commit
+(`common.write_batches`).
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.db import transaction
 from django.db.models import Model
 from django.utils import timezone
 
 from common.pruning import delete_in_chunks
+from common.write_batches import batched
 from devices import agent_channels, home_state
 from devices.broadcast import announce_change
 from devices.errors import LightNotFound, PersonNotFound
@@ -115,9 +116,9 @@ def set_person_presence(name: str, present: bool, *, actor: str, interface: str)
     _switch_named(Person, name, "present", present, actor=actor, interface=interface)
 
 
-aset_light_state = sync_to_async(set_light_state)
-aset_alarm_state = sync_to_async(set_alarm_state)
-aset_person_presence = sync_to_async(set_person_presence)
+aset_light_state = batched(set_light_state)
+aset_alarm_state = batched(set_alarm_state)
+aset_person_presence = batched(set_person_presence)
 
 
 def seed_home(*, reset: bool = False) -> dict[str, int]:

@@ -14,19 +14,22 @@ from __future__ import annotations
 
 import asyncio
 
+from mcp.server.mcpserver import MCPServer
 from sdk_home_server import server
 
 
 class LazySessionManager:
-    """Run the SDK's session manager for the life of the process, started on first use."""
+    """Run the SDK's session manager of `server` for the life of the process, started on
+    first use."""
 
-    def __init__(self) -> None:
+    def __init__(self, server: MCPServer) -> None:
+        self.server = server
         self.app = server.streamable_http_app(json_response=True)
         self._ready: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
 
     async def _run(self) -> None:
-        async with server.session_manager.run():
+        async with self.server.session_manager.run():
             assert self._ready is not None
             self._ready.set()
             await asyncio.Event().wait()  # until the process ends
@@ -51,4 +54,4 @@ class LazySessionManager:
         await self.app(scope, receive, send)
 
 
-app = LazySessionManager()
+app = LazySessionManager(server)

@@ -1,0 +1,101 @@
+"""Writes from the event loop share the hop to the database thread (common.write_batches), and
+each stays its own: committed and audited, or failed alone."""
+
+import asyncio
+import threading
+
+import pytest
+from django.db import transaction
+
+from common.write_batches import batched
+from devices import services
+from devices.errors import LightNotFound
+from devices.models import Event, Light
+
+LIGHTS = ("salon", "cocina", "dormitorio", "bano", "garage")
+
+
+def test_writes_made_at_once_are_each_committed_and_audited_and_fail_alone(transactional_db):
+    services.seed_home()
+
+    async def scenario():
+        calls = [
+            services.aset_light_state(name, True, actor=f"agent-{i}", interface="mcp-ws")
+            for i, name in enumerate(LIGHTS)
+        ]
+        calls.insert(2, services.aset_light_state("nope", True, actor="agent-x", interface="mcp-ws"))
+        calls.append(services.aset_alarm_state(True, actor="agent-y", interface="mcp-ws"))
+        return await asyncio.gather(*calls, return_exceptions=True)
+
+    outcomes = asyncio.run(scenario())
+    assert isinstance(outcomes[2], LightNotFound)
+    assert [o for i, o in enumerate(outcomes) if i != 2] == [None] * 6
+    assert dict(Light.objects.values_list("name", "on")) == dict.fromkeys(LIGHTS, True)
+    events = Event.objects.filter(action__in=["light.set", "alarm.set"])
+    assert sorted(events.values_list("actor", flat=True)) == sorted(
+        [f"agent-{i}" for i in range(len(LIGHTS))] + ["agent-y"]
+    )
+    assert not Event.objects.filter(actor="agent-x").exists()
+
+
+@pytest.fixture
+def database_thread_held(transactional_db):
+    """A batched call that holds the database thread until released, and what ran meanwhile."""
+    release = threading.Event()
+    started = threading.Event()
+
+    def hold() -> None:
+        started.set()
+        release.wait(10)
+
+    return batched(hold), started, release
+
+
+def test_calls_made_while_a_batch_runs_go_together_each_in_its_own_transaction(database_thread_held):
+    hold, started, release = database_thread_held
+    steps = []
+
+    def note(i: int) -> bool:
+        steps.append(f"ran {i}")
+        return transaction.get_autocommit()  # True: no transaction shared with the others
+
+    anote = batched(note)
+
+    async def answered(i: int) -> bool:
+        alone = await anote(i)
+        steps.append(f"answered {i}")
+        return alone
+
+    async def scenario():
+        first = asyncio.ensure_future(hold())
+        await asyncio.to_thread(started.wait, 10)
+        waiting = [asyncio.ensure_future(answered(i)) for i in range(5)]
+        await asyncio.sleep(0.05)
+        release.set()
+        await first
+        return await asyncio.gather(*waiting)
+
+    assert asyncio.run(scenario()) == [True] * 5
+    # One hop for the five: all ran in the database thread before any was answered.
+    assert steps == [f"ran {i}" for i in range(5)] + [f"answered {i}" for i in range(5)]
+
+
+def test_a_call_cancelled_before_its_batch_starts_is_not_run(database_thread_held):
+    hold, started, release = database_thread_held
+    ran = []
+    arecord = batched(ran.append)
+
+    async def scenario():
+        first = asyncio.ensure_future(hold())
+        await asyncio.to_thread(started.wait, 10)
+        dropped = asyncio.ensure_future(arecord("dropped"))
+        kept = asyncio.ensure_future(arecord("kept"))
+        await asyncio.sleep(0.05)
+        dropped.cancel()
+        release.set()
+        await first
+        await kept
+        return dropped.cancelled()
+
+    assert asyncio.run(scenario()) is True
+    assert ran == ["kept"]
