@@ -1,6 +1,6 @@
 import pytest
 
-from devices.services import seed_home
+from devices.home.services import seed_home
 
 
 @pytest.fixture(scope="session")
@@ -25,7 +25,7 @@ def _no_home_copy_left_over():
     """The home-state copy of this process must not outlive a test whose database is flushed
     behind the services' back (transactional tests)."""
     yield
-    from devices import home_state
+    from devices.home import state as home_state
 
     home_state.forget()
 
