@@ -144,6 +144,14 @@ def mqtt_sessions_ended(owner: str) -> int:
     return len(ended)
 
 
+def heard_from(device_ids: Iterable[str]) -> None:
+    """The devices of these ids were heard from (a reading or a heartbeat): the agents among
+    them were last seen now, online or not."""
+    ids = list(device_ids)
+    if ids:
+        Agent.objects.filter(agent_id__in=ids).update(last_seen=timezone.now())
+
+
 def touch_agents(agent_ids: Iterable[str]) -> None:
     """These agents' connections are alive in the calling process (see `end_silent_sessions`)."""
     ids = list(agent_ids)

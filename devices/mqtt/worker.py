@@ -30,6 +30,7 @@ from django.utils import timezone
 
 from common.mqtt import topics
 from common.mqtt.connection import BrokerConfig, BrokerConfigError, connect, leave, make_client, valid_group
+from devices.agents import services as agent_services
 from devices.agents.mqtt_link import AgentBridge, AnnouncementError, parse_announcement
 from devices.audit.changes import asend_home_event
 from devices.home.mqtt import HomeBridge
@@ -224,6 +225,7 @@ class Worker:
 
     def _on_stored(self, latest: list[dict[str, Any]], alive: set[str]) -> None:
         """From the ingestion thread, once a batch is committed."""
+        agent_services.heard_from(alive)
         if self._loop is None:
             return
         self._loop.call_soon_threadsafe(self._note_stored, latest, alive)

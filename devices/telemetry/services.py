@@ -22,7 +22,6 @@ from django.utils import timezone
 
 from common.pruning import delete_in_chunks
 from common.storable import storable_text
-from devices.agents.models import Agent
 from devices.telemetry.models import MqttDelivery, RejectedMessage, Sensor, TelemetryReading
 from devices.telemetry.parsing import Reading, describe
 
@@ -35,7 +34,7 @@ class Batch:
     """What one batch of messages brought."""
 
     readings: list[Reading] = field(default_factory=list)
-    alive: set[str] = field(default_factory=set)  # device ids heard from (readings and heartbeats)
+    alive: set[str] = field(default_factory=set)  # device ids heard from: the ingest hands them on
     rejected: list[tuple[str, bytes, str]] = field(default_factory=list)  # (topic, payload, reason)
 
 
@@ -162,8 +161,6 @@ def store_batch(batch: Batch) -> list[dict[str, Any]]:
         if batch.readings:
             _insert_readings(batch.readings, now)
             _upsert_sensors(latest)
-        if batch.alive:
-            Agent.objects.filter(agent_id__in=batch.alive).update(last_seen=now)
         if batch.rejected:
             RejectedMessage.objects.bulk_create(
                 RejectedMessage(
