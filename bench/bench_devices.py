@@ -2,7 +2,7 @@
 
 One daphne process serves the hub on a fresh temporary SQLite database (`DJANGO_DEBUG=0`,
 the in-memory channel layer, no rate limit). This process registers the agents, connects
-simulated devices (`devices.simulator`, xiaozhi-style firmware) to `/ws/devices/` and
+simulated devices (`devices.agents.simulator`, xiaozhi-style firmware) to `/ws/devices/` and
 drives LLM agents over `/ws/mcp/`, calling `<agent>__self_audio_speaker_set_volume` on
 random devices, so every call crosses the whole path: MCP session, gateway, channel layer,
 device consumer, device and back, with both audit events written.
@@ -152,8 +152,8 @@ async def run(
 ) -> dict[str, Any]:
     from asgiref.sync import sync_to_async
 
-    from devices.models import Agent
-    from devices.simulator import SimulatedDevice
+    from devices.agents.models import Agent
+    from devices.agents.simulator import SimulatedDevice
 
     ws_base = base.replace("http://", "ws://")
     devices: list[SimulatedDevice] = []
@@ -266,8 +266,8 @@ def main() -> int:
     from django.core.management import call_command
     from django.db import transaction
 
-    from devices.agent_services import register_agent
-    from devices.services import seed_home
+    from devices.agents.services import register_agent
+    from devices.home.services import seed_home
     from mcp_endpoint.tokens import create_token
 
     call_command("migrate", verbosity=0)

@@ -93,7 +93,8 @@ def wait_until(check: Any, timeout: float) -> bool:
 
 
 def run(fault: str, args: argparse.Namespace, env: dict[str, str], workdir: Path) -> dict[str, Any]:
-    from devices.models import MqttWorker, TelemetryReading
+    from devices.mqtt.models import MqttWorker
+    from devices.telemetry.models import TelemetryReading
 
     zone = f"failover_{fault}"
     broker = Mosquitto(workdir / f"broker-{fault}").start()

@@ -286,7 +286,7 @@ def phase_worker(
 ) -> dict[str, Any]:
     from django.db import connection
 
-    from devices.models import TelemetryReading
+    from devices.telemetry.models import TelemetryReading
 
     table = connection.ops.quote_name(TelemetryReading._meta.db_table)
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from devices.broadcast import HOME_GROUP
+from devices.audit.changes import CHANGES_GROUP
 from homehub.groups import keep_joined
 from mcp_endpoint import jsonrpc
 
@@ -25,9 +25,9 @@ class HomeConsumer(AsyncJsonWebsocketConsumer):
         if user is None or not user.is_authenticated:
             await self.close(code=UNAUTHORIZED)
             return
-        await self.channel_layer.group_add(HOME_GROUP, self.channel_name)
+        await self.channel_layer.group_add(CHANGES_GROUP, self.channel_name)
         self.joined = True
-        self.membership = keep_joined(self.channel_layer, lambda: [HOME_GROUP], self.channel_name)
+        self.membership = keep_joined(self.channel_layer, lambda: [CHANGES_GROUP], self.channel_name)
         await self.accept()
         await self.send_json({"type": "hello", "user": user.get_username()})
 
@@ -44,7 +44,7 @@ class HomeConsumer(AsyncJsonWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         if self.joined:
             self.membership.cancel()
-            await self.channel_layer.group_discard(HOME_GROUP, self.channel_name)
+            await self.channel_layer.group_discard(CHANGES_GROUP, self.channel_name)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "ping":

@@ -13,7 +13,7 @@ from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from devices.models import Event
+from devices.audit.models import Event
 from fel import batch_jobs, selectors
 from fel.errors import FelError
 from fel.models import BatchJob, Invoice

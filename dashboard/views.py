@@ -1,4 +1,4 @@
-"""The homeowner's dashboard: thin views over `devices.history` (reads) and the services
+"""The homeowner's dashboard: thin views over the apps' selectors (reads) and the services
 (writes, audited with interface `dashboard` and the user's name as actor).
 
 Forms work without JavaScript (post, then redirect); `static/dashboard/app.js` enhances
@@ -17,11 +17,15 @@ from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.charts import NARROW, line_chart
 from dashboard.toolforms import arguments_from, fields_for
-from devices import history, services
-from devices.agent_calls import AgentCallError, call_agent_tool
-from devices.errors import HomeError
-from devices.models import Event
+from devices.agents import selectors as agents_reads
+from devices.agents.calls import AgentCallError, call_agent_tool
+from devices.audit import selectors as audit_reads
+from devices.audit.models import Event
+from devices.home import selectors as home_reads
+from devices.home import services
+from devices.home.errors import HomeError
 from devices.mqtt import status as mqtt_status
+from devices.telemetry import selectors as telemetry_reads
 
 DASHBOARD = Event.Interface.DASHBOARD
 EVENTS_PER_PAGE = 25
@@ -45,18 +49,18 @@ def _actor(request: HttpRequest) -> str:
 @require_GET
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    people = history.people()
+    people = home_reads.people()
     return render(
         request,
         "dashboard/home.html",
         {
             "page": "home",
-            "rooms": history.lights_by_room(),
-            "alarm": history.alarm(),
+            "rooms": home_reads.lights_by_room(),
+            "alarm": home_reads.alarm(),
             "people": people,
             "home_count": sum(p["present"] for p in people),
-            "sensors": history.latest_readings()[:12],
-            "agents": [a for a in history.agents() if a["online"] and a["approved"]],
+            "sensors": telemetry_reads.latest_readings()[:12],
+            "agents": [a for a in agents_reads.agents() if a["online"] and a["approved"]],
         },
     )
 
@@ -85,7 +89,7 @@ def set_alarm(request: HttpRequest) -> HttpResponse:
     """GET: the confirmation page for disarming (without JavaScript). POST: arm or disarm;
     disarming needs `confirm=yes`."""
     if request.method == "GET":
-        return render(request, "dashboard/confirm_disarm.html", {"page": "home", "alarm": history.alarm()})
+        return render(request, "dashboard/confirm_disarm.html", {"page": "home", "alarm": home_reads.alarm()})
     if request.method != "POST":
         return HttpResponse(status=405, headers={"Allow": "GET, POST"})
     armed = _flag(request.POST.get("armed"))
@@ -118,7 +122,7 @@ def set_presence(request: HttpRequest, name: str) -> HttpResponse:
 @login_required
 def sensors(request: HttpRequest) -> HttpResponse:
     return render(
-        request, "dashboard/sensors.html", {"page": "sensors", "sensors": history.latest_readings()}
+        request, "dashboard/sensors.html", {"page": "sensors", "sensors": telemetry_reads.latest_readings()}
     )
 
 
@@ -127,14 +131,14 @@ def sensors(request: HttpRequest) -> HttpResponse:
 def sensor_detail(
     request: HttpRequest, zone: str, device_type: str, device_id: str, channel: str
 ) -> HttpResponse:
-    key = history.SensorKey(zone, device_type, device_id, channel)
-    if not history.sensor_exists(key):
+    key = telemetry_reads.SensorKey(zone, device_type, device_id, channel)
+    if not telemetry_reads.sensor_exists(key):
         raise Http404("No such sensor")
     range_name = request.GET.get("range", "day")
-    if range_name not in history.RANGES:
+    if range_name not in telemetry_reads.RANGES:
         range_name = "day"
-    series = history.sensor_series(key, range_name)
-    latest = history.sensor_readings(key).values("value", "unit", "measured_at").first()
+    series = telemetry_reads.sensor_series(key, range_name)
+    latest = telemetry_reads.sensor_readings(key).values("value", "unit", "measured_at").first()
     values = [v for _, v in series["points"]]
     title = f"{channel.replace('_', ' ')} in {zone} over the last {range_name}"
     return render(
@@ -144,12 +148,12 @@ def sensor_detail(
             "page": "sensors",
             "key": key,
             "range": range_name,
-            "ranges": list(history.RANGES),
+            "ranges": list(telemetry_reads.RANGES),
             "chart": line_chart(series, range_name, title, css="chart-wide"),
             "chart_narrow": line_chart(series, range_name, title, width=NARROW, css="chart-narrow"),
             "latest": latest,
             "stats": {"min": min(values), "max": max(values), "count": len(values)} if values else None,
-            "recent": list(history.sensor_readings(key).values("value", "unit", "measured_at")[:10]),
+            "recent": list(telemetry_reads.sensor_readings(key).values("value", "unit", "measured_at")[:10]),
         },
     )
 
@@ -158,7 +162,7 @@ def sensor_detail(
 
 
 def _agents_with_forms() -> list[dict]:
-    agents = history.agents()
+    agents = agents_reads.agents()
     for agent in agents:
         for tool in agent["tools"]:
             tool["fields"] = fields_for(tool["input_schema"])
@@ -170,7 +174,7 @@ def devices(request: HttpRequest) -> HttpResponse:
     context = {"page": "devices"}
     if request.method == "POST":
         agent_id, tool_name = request.POST.get("agent_id", ""), request.POST.get("tool", "")
-        tool = history.agent_tool(agent_id, tool_name)
+        tool = agents_reads.agent_tool(agent_id, tool_name)
         status, result = 200, None
         if tool is None:
             status, result = 404, {"error": f"Agent '{agent_id}' has no tool '{tool_name}'."}
@@ -213,7 +217,7 @@ def activity(request: HttpRequest) -> HttpResponse:
         "actor": request.GET.get("actor", "").strip()[:150],
         "target": request.GET.get("target", "").strip()[:200],
     }
-    found = history.events(**filters)
+    found = audit_reads.events(**filters)
     page = Paginator(found, EVENTS_PER_PAGE).get_page(request.GET.get("page"))
     query = urlencode({k: v for k, v in filters.items() if v})
     return render(
@@ -224,8 +228,8 @@ def activity(request: HttpRequest) -> HttpResponse:
             "events": page,
             "filters": filters,
             "interfaces": Event.Interface.values,
-            "actions": history.event_actions(),
-            "actors": history.event_actors(),
+            "actions": audit_reads.event_actions(),
+            "actors": audit_reads.event_actors(),
             "query": query,
         },
     )

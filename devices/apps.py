@@ -2,17 +2,9 @@ from django.apps import AppConfig
 
 
 class DevicesConfig(AppConfig):
+    """The history of the schema from before the split by concern: migrations 0001-0005
+    created the tables the apps under `devices/` now own (they keep their `devices_` names),
+    and 0006 hands the models over to those apps. No models or code of its own."""
+
     name = "devices"
-    verbose_name = "Home and devices"
-
-    def ready(self) -> None:
-        from devices.audit import audit_tool_call
-        from devices.gateway import gateway
-        from devices.mcp_resources import HOME_SUMMARY, HomeResources
-        from mcp_endpoint.registry import registry
-        from mcp_endpoint.resources import resources
-
-        registry.add_observer(audit_tool_call)
-        registry.add_provider(gateway)
-        resources.add_provider(HomeResources())
-        resources.add_prompt(HOME_SUMMARY)
+    verbose_name = "Devices (schema history)"

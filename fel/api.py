@@ -12,7 +12,7 @@ from django.http import FileResponse, HttpRequest
 from ninja import File, Query, Router, Schema, Status
 from ninja.files import UploadedFile
 
-from devices.models import Event
+from devices.audit.models import Event
 from fel import selectors
 from fel.errors import FelError
 from fel.models import Invoice

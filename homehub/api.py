@@ -101,11 +101,17 @@ def _server_error(request, exc):
 
 
 def _add_routers() -> None:
-    from devices.api import router as home_router
+    from devices.agents.api import router as agents_router
+    from devices.audit.api import router as events_router
+    from devices.home.api import router as home_router
+    from devices.telemetry.api import router as telemetry_router
     from fel.api import router as fel_router
     from fel.batch_api import router as batch_router
 
     api.add_router("/", home_router)
+    api.add_router("/", agents_router)
+    api.add_router("/", telemetry_router)
+    api.add_router("/", events_router)
     api.add_router("/invoices/batches", batch_router)  # before /invoices/{invoice_id}
     api.add_router("/invoices", fel_router)
 

@@ -19,7 +19,7 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from devices.gateway import with_gateway  # noqa: E402
+from devices.agents.gateway import with_gateway  # noqa: E402
 from homehub.body_limit import limit_body  # noqa: E402
 from homehub.routing import websocket_urlpatterns  # noqa: E402
 from mcp_endpoint.transports.http import StreamableHttpApp  # noqa: E402

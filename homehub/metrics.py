@@ -15,7 +15,8 @@ from prometheus_client import REGISTRY, CollectorRegistry, generate_latest, mult
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from devices.metrics import DevicesCollector
+from devices.agents.metrics import AgentsCollector
+from devices.mqtt.metrics import MqttCollector
 from mcp_endpoint.metrics import SessionsCollector
 
 logger = logging.getLogger(__name__)
@@ -26,7 +27,7 @@ class DatabaseFigures:
     `homehub_metrics_database_ok` says so, instead of the scrape failing."""
 
     def __init__(self) -> None:
-        self.collectors = [SessionsCollector(), DevicesCollector()]
+        self.collectors = [SessionsCollector(), AgentsCollector(), MqttCollector()]
 
     def collect(self) -> Iterator[Metric]:
         figures: list[Metric] = []

@@ -40,9 +40,15 @@ INSTALLED_APPS = [
     "channels",
     "common",
     "mcp_endpoint",
-    "devices",
+    "devices",  # the schema's history before the split below (see devices/apps.py)
+    "devices.audit",
+    "devices.home",
+    "devices.agents",
+    "devices.telemetry",
+    "devices.mqtt",
     "fel",
     "dashboard",
+    "homehub",  # the commands that run the hub: serve, ensure_admin, healthz
     "ninja",  # serves the API docs' scripts itself (no CDN)
 ]
 # Tests only: the MCP conformance suite's fixture tools, resources and prompts. Set by

@@ -1,6 +1,8 @@
+import time
+
 import pytest
 
-from devices.services import seed_home
+from devices.home.services import seed_home
 
 
 @pytest.fixture(scope="session")
@@ -25,7 +27,7 @@ def _no_home_copy_left_over():
     """The home-state copy of this process must not outlive a test whose database is flushed
     behind the services' back (transactional tests)."""
     yield
-    from devices import home_state
+    from devices.home import state as home_state
 
     home_state.forget()
 
@@ -109,22 +111,41 @@ def make_token(transactional_db):
 
 @pytest.fixture
 def redis_url():
-    """A Redis database of its own for the test (skipped where no Redis runs)."""
+    """A Redis database of its own for the test (skipped where no Redis runs): databases 1-15
+    are claimed with a key in database 0, so that the SQLite and PostgreSQL passes of
+    `make test`, which run at the same time, never share one."""
     import os
-    import random
+    import uuid
 
     import redis
 
     base = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379")
-    url = f"{base}/{random.randint(8, 15)}"
-    client = redis.Redis.from_url(url)
+    claims = redis.Redis.from_url(f"{base}/0")
     try:
-        client.ping()
+        claims.ping()
     except redis.ConnectionError:
         pytest.skip(f"no Redis at {base}")
+    me = uuid.uuid4().hex
+    number = _claim_redis_database(claims, me)
+    url = f"{base}/{number}"
+    client = redis.Redis.from_url(url)
     client.flushdb()
-    yield url
-    client.flushdb()
+    try:
+        yield url
+    finally:
+        client.flushdb()
+        claims.delete(f"homehub-tests:db:{number}")
+
+
+def _claim_redis_database(claims, me: str, timeout: float = 120.0) -> int:
+    """A database number no other running test holds (a claim lapses after 10 minutes)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for number in range(1, 16):
+            if claims.set(f"homehub-tests:db:{number}", me, nx=True, ex=600):
+                return number
+        time.sleep(0.2)
+    raise RuntimeError("no free Redis database for the test")
 
 
 @pytest.fixture

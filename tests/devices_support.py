@@ -10,9 +10,9 @@ from typing import Any
 
 from websockets.asyncio.client import connect
 
-from devices.agent_services import register_agent
-from devices.models import Event
-from devices.simulator import SimulatedDevice
+from devices.agents.services import register_agent
+from devices.agents.simulator import SimulatedDevice
+from devices.audit.models import Event
 from tests.hub_support import running_hub
 
 

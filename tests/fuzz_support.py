@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from devices import selectors
+from devices.home import selectors
 
 # HOMEHUB_FUZZ_EXAMPLES=500 hunts harder (locally); CI keeps the default.
 FUZZ = settings(

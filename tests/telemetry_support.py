@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from devices import telemetry_services
-from devices.models import TelemetryReading
-from devices.telemetry_parsing import Reading
+from devices.telemetry import services as telemetry_services
+from devices.telemetry.models import TelemetryReading
+from devices.telemetry.parsing import Reading
 
 
 def store_readings(rows: Iterable[TelemetryReading]) -> None:

@@ -5,8 +5,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from devices import services
-from devices.models import Agent, AgentTool, Event, Light, TelemetryReading
+from devices.agents.models import Agent, AgentTool
+from devices.audit.models import Event
+from devices.home import services
+from devices.home.models import Light
+from devices.telemetry.models import TelemetryReading
 from mcp_endpoint.tokens import create_token
 from tests.telemetry_support import store_readings
 

@@ -15,7 +15,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from websockets.asyncio.client import connect
 
-from devices import services
+from devices.home import services
 from tests.hub_support import running_hub
 from tests.stdio_support import StdioClient
 from tests.test_mcp_http import INIT, post

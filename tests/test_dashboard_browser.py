@@ -103,7 +103,8 @@ def mcp_call(base, token, name, arguments):
 def seed_telemetry_and_agent():
     from django.utils import timezone
 
-    from devices.models import Agent, AgentTool, TelemetryReading
+    from devices.agents.models import Agent, AgentTool
+    from devices.telemetry.models import TelemetryReading
     from tests.telemetry_support import store_readings
 
     now = timezone.now()
@@ -177,7 +178,8 @@ def seed_telemetry_and_agent():
 
 
 def test_home_live_alarm_and_every_page(daphne_server, owner, browser, make_token):
-    from devices.models import Alarm, Event, Light
+    from devices.audit.models import Event
+    from devices.home.models import Alarm, Light
 
     base = daphne_server
     seed_telemetry_and_agent()

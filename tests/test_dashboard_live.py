@@ -6,7 +6,7 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 
 from dashboard.consumers import HomeConsumer
-from devices import services
+from devices.home import services
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

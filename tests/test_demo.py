@@ -10,11 +10,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from asgiref.sync import async_to_sync
 
-from devices.demo import broker as brokers
-from devices.demo.catalogue import AGENTS
-from devices.demo.climate import Room
-from devices.demo.services import HISTORY_SECONDS, prepare
-from devices.models import Agent, Sensor, TelemetryReading
+from devices.agents.models import Agent
+from devices.telemetry.models import Sensor, TelemetryReading
+from homehub.demo import broker as brokers
+from homehub.demo.catalogue import AGENTS
+from homehub.demo.climate import Room
+from homehub.demo.services import HISTORY_SECONDS, prepare
 from mcp_endpoint.models import AccessToken
 from mcp_endpoint.tokens import authenticate
 from tests.conftest import free_port
@@ -144,7 +145,7 @@ def test_a_tls_broker_at_mqtt_url_is_left_alone_for_a_private_one():
 
 
 def test_without_a_broker_the_rooms_readings_are_stored_directly(transactional_db, monkeypatch):
-    from devices.demo import agents
+    from homehub.demo import agents
 
     monkeypatch.setattr(agents, "READING_SECONDS", 0.05)
     sensors = agents.RoomSensors([Room("r2", "lab")], UTC, broker=None)

@@ -40,7 +40,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from devices.models import MqttWorker, TelemetryReading
+from devices.mqtt.models import MqttWorker
+from devices.telemetry.models import TelemetryReading
 from tests.deploy_support import DEPLOY, DOCS, ROOT, commands, env_example, section, unit
 from tests.mqtt_support import MOSQUITTO, wait_until
 from tests.test_mcp_http import sse_messages
@@ -207,7 +208,7 @@ def test_every_name_agrees_across_deploy_and_the_docs():
         assert f'"{name}"' in source, f"the example sets {name}, which nothing reads"
 
     # Topics: the docs' topic table names the topics the code uses.
-    from devices.mqtt import topics
+    from common.mqtt import topics
 
     table = section(MQTT_MD, "Topics")
     for topic in (topics.DISCOVERY, topics.HUB_STATUS, topics.ALARM_COMMANDS, topics.ALARM_STATE):

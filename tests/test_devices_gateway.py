@@ -7,7 +7,8 @@ import httpx
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 
-from devices.models import Agent, AgentTool, Event
+from devices.agents.models import Agent, AgentTool
+from devices.audit.models import Event
 from tests.devices_support import LlmSession, eventually, hub, new_device
 from tests.test_mcp_http import INIT, sse_messages
 

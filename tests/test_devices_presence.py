@@ -5,7 +5,7 @@ import asyncio
 import pytest
 from asgiref.sync import async_to_sync
 
-from devices.models import Agent
+from devices.agents.models import Agent
 from tests.devices_support import hub, new_device
 from tests.hub_support import running_hub
 from tests.mqtt_support import wait_until

@@ -11,9 +11,10 @@ from django.core.management import call_command
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from devices.agent_services import hash_device_token, register_agent
-from devices.models import Agent, AgentTool, Event
-from devices.simulator import SimulatedDevice
+from devices.agents.models import Agent, AgentTool
+from devices.agents.services import hash_device_token, register_agent
+from devices.agents.simulator import SimulatedDevice
+from devices.audit.models import Event
 from tests.devices_support import device_url, eventually, hub, new_device
 
 pytestmark = pytest.mark.live
@@ -140,11 +141,11 @@ def admin_approve(base: str, agent_id: str) -> int:
             "/admin/login/?next=/admin/",
             data={"csrfmiddlewaretoken": csrf, "username": "boss", "password": "pw-for-tests-only"},
         )
-        listing = browser.get("/admin/devices/agent/")
+        listing = browser.get("/admin/agents/agent/")
         csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', listing.text).group(1)
         pk = Agent.objects.get(agent_id=agent_id).pk
         done = browser.post(
-            "/admin/devices/agent/",
+            "/admin/agents/agent/",
             data={"csrfmiddlewaretoken": csrf, "action": "approve", "_selected_action": [pk], "index": 0},
         )
         return done.status_code

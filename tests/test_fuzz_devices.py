@@ -15,16 +15,18 @@ from channels.testing import WebsocketCommunicator
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from common.mqtt.connection import BrokerConfig
 from dashboard.consumers import HomeConsumer
 from dashboard.toolforms import arguments_from, fields_for
-from devices.agent_services import register_agent
-from devices.models import Agent, Event, RejectedMessage, TelemetryReading
-from devices.mqtt.agents import AnnouncementError, parse_announcement
-from devices.mqtt.connection import BrokerConfig
-from devices.mqtt.home import CommandError, parse_switch
-from devices.mqtt.ingest import Ingestor, Source
+from devices.agents.models import Agent
+from devices.agents.mqtt_link import AnnouncementError, parse_announcement
+from devices.agents.services import register_agent
+from devices.audit.models import Event
+from devices.home.mqtt import CommandError, parse_switch
+from devices.home.services import seed_home
 from devices.mqtt.worker import Worker
-from devices.services import seed_home
+from devices.telemetry.ingest import Ingestor, Source
+from devices.telemetry.models import RejectedMessage, TelemetryReading
 from homehub.asgi import application
 from mcp_endpoint.client import McpClient, RemoteError
 from mcp_endpoint.registry import Caller

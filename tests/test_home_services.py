@@ -5,10 +5,12 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.core.management.base import CommandError
 
-from devices import selectors, services
-from devices.broadcast import HOME_GROUP
-from devices.errors import LightNotFound
-from devices.models import Alarm, Event, Light, Person
+from devices.audit import services as audit_services
+from devices.audit.changes import CHANGES_GROUP
+from devices.audit.models import Event
+from devices.home import selectors, services, state
+from devices.home.errors import LightNotFound
+from devices.home.models import Alarm, Light, Person
 
 pytestmark = pytest.mark.django_db
 
@@ -112,14 +114,14 @@ def test_each_change_writes_an_event_with_actor_and_interface(home):
 def test_change_is_broadcast_to_home_group_after_commit(home, django_capture_on_commit_callbacks):
     layer = get_channel_layer()
     channel = async_to_sync(layer.new_channel)()
-    async_to_sync(layer.group_add)(HOME_GROUP, channel)
+    async_to_sync(layer.group_add)(CHANGES_GROUP, channel)
     try:
         with django_capture_on_commit_callbacks(execute=True) as callbacks:
             services.set_light_state("bano", True, actor="ana", interface="mqtt")
         assert callbacks  # the announcement waits for the commit
         message = async_to_sync(layer.receive)(channel)
     finally:
-        async_to_sync(layer.group_discard)(HOME_GROUP, channel)
+        async_to_sync(layer.group_discard)(CHANGES_GROUP, channel)
     assert message["type"] == "home.event"
     event = message["event"]
     assert (event["kind"], event["name"], event["on"], event["actor"], event["interface"]) == (
@@ -140,7 +142,7 @@ def test_failed_change_broadcasts_nothing(home, django_capture_on_commit_callbac
 def test_async_paths_do_not_block_and_return_the_same(home):
     async def scenario():
         await services.aset_light_state("salon", True, actor="ws", interface="mcp-ws")
-        return await selectors.aget_all_states()
+        return await state.all_states()
 
     assert async_to_sync(scenario)()["lights"]["salon"] is True
 
@@ -151,7 +153,7 @@ def test_prune_telemetry_keeps_recent_readings_and_latest_values(db, capsys):
     from django.core.management import call_command
     from django.utils import timezone
 
-    from devices.models import Sensor, TelemetryReading
+    from devices.telemetry.models import Sensor, TelemetryReading
     from tests.telemetry_support import store_readings
 
     now = timezone.now()
@@ -179,7 +181,7 @@ def test_latest_value_follows_the_newest_reading_not_the_last_to_arrive(db):
 
     from django.utils import timezone
 
-    from devices.models import Sensor, TelemetryReading
+    from devices.telemetry.models import Sensor, TelemetryReading
     from tests.telemetry_support import store_readings
 
     now = timezone.now()
@@ -192,8 +194,8 @@ def test_latest_value_follows_the_newest_reading_not_the_last_to_arrive(db):
 
 
 def test_rejected_messages_are_bounded_oldest_first(db):
-    from devices import telemetry_services
-    from devices.models import RejectedMessage
+    from devices.telemetry import services as telemetry_services
+    from devices.telemetry.models import RejectedMessage
 
     batch = telemetry_services.Batch(rejected=[(f"office/t/{i}", b"x", "bad") for i in range(30)])
     telemetry_services.store_batch(batch)
@@ -211,7 +213,9 @@ def test_prune_events_deletes_only_events_past_the_retention(home, settings, cap
 
     settings.AUDIT_RETENTION_DAYS = 30
     for days in (40, 31, 29, 1):
-        event = services.record_event(actor="t", interface="system", action="old.thing", target=f"{days}")
+        event = audit_services.record_event(
+            actor="t", interface="system", action="old.thing", target=f"{days}"
+        )
         Event.objects.filter(pk=event.pk).update(at=timezone.now() - timedelta(days=days))
     kept = Event.objects.exclude(action="old.thing").count()
     call_command("prune_events")

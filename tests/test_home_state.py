@@ -7,9 +7,10 @@ import time
 from pathlib import Path
 
 import pytest
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
 
-from devices import home_state, selectors, services
+from devices.home import services
+from devices.home import state as home_state
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,7 +34,7 @@ async def until_kept(reads: list) -> dict:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         before = len(reads)
-        state = await selectors.aget_all_states()
+        state = await home_state.all_states()
         if len(reads) == before:
             return state
         await asyncio.sleep(0.1)
@@ -42,7 +43,7 @@ async def until_kept(reads: list) -> dict:
 
 def test_a_change_made_by_another_process_reaches_the_copy(live_env, counted_reads):
     change = (
-        "from devices import services; "
+        "from devices.home import services; "
         "services.set_light_state('salon', True, actor='other', interface='system')"
     )
 
@@ -56,10 +57,10 @@ def test_a_change_made_by_another_process_reaches_the_copy(live_env, counted_rea
             check=True,
         )
         started = time.monotonic()
-        while not (await selectors.aget_all_states())["lights"]["salon"]:
+        while not (await home_state.all_states())["lights"]["salon"]:
             assert time.monotonic() - started < 1, "the other process's change never arrived"
             await asyncio.sleep(0.02)
-        assert await selectors.alist_lights_on() == {"on": ["salon"]}
+        assert await home_state.lights_on() == {"on": ["salon"]}
 
     asyncio.run(scenario())
 
@@ -70,11 +71,11 @@ def test_a_change_through_the_services_is_read_at_once(transactional_db, counted
     async def scenario():
         assert (await until_kept(counted_reads))["alarm"] is False
         await services.aset_alarm_state(True, actor="t", interface="system")
-        assert await selectors.aget_alarm_status() == {"armed": True}
+        assert await home_state.alarm_status() == {"armed": True}
         await until_kept(counted_reads)
-        await services.aset_person_presence("Ana", True, actor="t", interface="system")
+        await sync_to_async(services.set_person_presence)("Ana", True, actor="t", interface="system")
         reads = len(counted_reads)
-        assert await selectors.aget_presence() == {"present": True, "known_people": ["Ana"]}
+        assert await home_state.presence() == {"present": True, "known_people": ["Ana"]}
         assert len(counted_reads) == reads + 1  # the commit dropped the copy
         assert (await until_kept(counted_reads))["presence"]["known_people"] == ["Ana"]
 
@@ -83,7 +84,7 @@ def test_a_change_through_the_services_is_read_at_once(transactional_db, counted
 
 def test_nothing_read_inside_a_transaction_is_kept(db):
     services.seed_home()  # uncommitted: the test's transaction rolls it back
-    assert async_to_sync(selectors.aget_all_states)()["lights"] == {
+    assert async_to_sync(home_state.all_states)()["lights"] == {
         n: False for n in ("salon", "cocina", "dormitorio", "bano", "garage")
     }
     assert home_state._copy is None

@@ -14,10 +14,12 @@ from asgiref.sync import async_to_sync
 from channels.testing import HttpCommunicator, WebsocketCommunicator
 from pydantic import BaseModel
 
-from devices.agent_services import register_agent
-from devices.models import Event, Light, TelemetryReading
-from devices.mqtt.ingest import Ingestor, Source
-from devices.services import seed_home
+from devices.agents.services import register_agent
+from devices.audit.models import Event
+from devices.home.models import Light
+from devices.home.services import seed_home
+from devices.telemetry.ingest import Ingestor, Source
+from devices.telemetry.models import TelemetryReading
 from homehub.asgi import application
 from mcp_endpoint import jsonrpc
 from mcp_endpoint.registry import ToolContext, ToolRegistry, registry, tool

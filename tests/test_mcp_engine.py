@@ -7,7 +7,8 @@ import pytest
 from asgiref.sync import async_to_sync
 from pydantic import BaseModel
 
-from devices.models import Event, Light
+from devices.audit.models import Event
+from devices.home.models import Light
 from mcp_endpoint import jsonrpc
 from mcp_endpoint import session as engine
 from mcp_endpoint.registry import ToolContext, ToolRegistry, tool

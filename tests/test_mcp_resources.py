@@ -8,7 +8,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from websockets.asyncio.client import connect
 
-from devices import services
+from devices.home import services
 from mcp_endpoint import jsonrpc
 from tests.mcp_helpers import MODERN_META, Peer, call
 from tests.test_mcp_engine import run

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from asgiref.sync import async_to_sync
 
-from devices.models import Event, Light
+from devices.audit.models import Event
+from devices.home.models import Light
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.live

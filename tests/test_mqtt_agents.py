@@ -6,8 +6,11 @@ import time
 
 import pytest
 
-from devices.models import Agent, AgentTool, Event, Light, RejectedMessage
+from devices.agents.models import Agent, AgentTool
+from devices.audit.models import Event
+from devices.home.models import Light
 from devices.mqtt.simulator import SimulatedMqttAgent
+from devices.telemetry.models import RejectedMessage
 from tests.devices_support import hub
 from tests.mqtt_support import Process, broker, client, publish_all, wait_until, worker_env
 from tests.test_devices_gateway import http_call, http_request

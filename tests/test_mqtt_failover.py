@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from devices.models import MqttWorker, TelemetryReading
+from devices.mqtt.models import MqttWorker
+from devices.telemetry.models import TelemetryReading
 from tests.mqtt_support import Process, Relay, broker, client, publish_all, wait_until, worker_env
 from tests.test_mqtt_worker import counted
 

@@ -4,9 +4,9 @@ import time
 
 import pytest
 
-from devices.mqtt.agents import AnnouncementError, parse_announcement
-from devices.mqtt.home import CommandError, parse_switch
-from devices.telemetry_parsing import Heartbeat, Reading, Rejected, parse
+from devices.agents.mqtt_link import AnnouncementError, parse_announcement
+from devices.home.mqtt import CommandError, parse_switch
+from devices.telemetry.parsing import Heartbeat, Reading, Rejected, parse
 
 NOW = time.time()
 TOPIC = "office/meeting_room_a/sensor/env_01/temperature"

@@ -10,8 +10,9 @@ import paho.mqtt.client as mqtt
 import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
-from devices.models import Agent, AgentTool, Event
-from devices.mqtt.agents import HEARD_RECENTLY_SECONDS
+from devices.agents.models import Agent, AgentTool
+from devices.agents.mqtt_link import HEARD_RECENTLY_SECONDS
+from devices.audit.models import Event
 from devices.mqtt.simulator import SimulatedMqttAgent
 from tests.devices_support import hub
 from tests.mqtt_support import broker, wait_until

@@ -7,7 +7,9 @@ import paho.mqtt.client as mqtt
 import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
-from devices.models import Light, MqttWorker, TelemetryReading
+from devices.home.models import Light
+from devices.mqtt.models import MqttWorker
+from devices.telemetry.models import TelemetryReading
 from tests.mqtt_support import Process, broker, client, publish_all, wait_until, worker_env
 
 pytestmark = pytest.mark.live

@@ -11,7 +11,8 @@ import sys
 
 import pytest
 
-from devices.models import MqttWorker, TelemetryReading
+from devices.mqtt.models import MqttWorker
+from devices.telemetry.models import TelemetryReading
 from tests.devices_support import hub
 from tests.mqtt_support import ROOT, broker, client, publish_all, readings, wait_until, worker, worker_env
 from tests.test_healthz import health

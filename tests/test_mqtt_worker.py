@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from devices.models import MqttWorker, RejectedMessage, Sensor, TelemetryReading
+from devices.mqtt.models import MqttWorker
+from devices.telemetry.models import RejectedMessage, Sensor, TelemetryReading
 from tests.mqtt_support import broker, client, publish_all, readings, wait_until, worker, worker_env
 
 pytestmark = pytest.mark.live

@@ -10,9 +10,11 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from django.db import connection
 
-from devices.agent_services import register_agent
-from devices.models import Event, MqttWorker, TelemetryReading
+from devices.agents.services import register_agent
+from devices.audit.models import Event
+from devices.mqtt.models import MqttWorker
 from devices.mqtt.simulator import SimulatedMqttAgent
+from devices.telemetry.models import TelemetryReading
 from tests.devices_support import device_url
 from tests.hub_support import running_hub
 from tests.mcp_helpers import call

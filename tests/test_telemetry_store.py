@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from devices import telemetry_services
-from devices.models import MqttDelivery, RejectedMessage, Sensor, TelemetryReading
-from devices.telemetry_parsing import Reading
-from devices.telemetry_services import Delivery, record_deliveries
+from devices.telemetry import services as telemetry_services
+from devices.telemetry.models import MqttDelivery, RejectedMessage, Sensor, TelemetryReading
+from devices.telemetry.parsing import Reading
+from devices.telemetry.services import Delivery, record_deliveries
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.utils import timezone
 
-from devices.models import TelemetryReading
+from devices.telemetry.models import TelemetryReading
 from tests.mcp_helpers import Peer
 from tests.telemetry_support import store_readings
 

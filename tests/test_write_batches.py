@@ -8,9 +8,10 @@ import pytest
 from django.db import transaction
 
 from common.write_batches import batched
-from devices import services
-from devices.errors import LightNotFound
-from devices.models import Event, Light
+from devices.audit.models import Event
+from devices.home import services
+from devices.home.errors import LightNotFound
+from devices.home.models import Light
 
 LIGHTS = ("salon", "cocina", "dormitorio", "bano", "garage")
 

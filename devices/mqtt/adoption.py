@@ -31,9 +31,9 @@ from typing import Any
 
 import paho.mqtt.client as mqtt
 
-from devices import agent_services
-from devices.mqtt.connection import BrokerConfig, connect, make_client
-from devices.mqtt.ingest import Ingestor, Source
+from common.mqtt.connection import BrokerConfig, connect, make_client
+from devices.agents import services as agent_services
+from devices.telemetry.ingest import Ingestor, Source
 
 logger = logging.getLogger(__name__)
 

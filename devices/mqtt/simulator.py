@@ -26,7 +26,7 @@ from typing import Any
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
-from devices.mqtt import topics
+from common.mqtt import topics
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from devices.models import MqttWorker
+from devices.mqtt.models import MqttWorker
 
 REPORT_SECONDS = 5.0
 STALE_AFTER = timedelta(minutes=1)  # no report for this long: the worker is not running

@@ -28,7 +28,7 @@ from typing import Any
 
 import paho.mqtt.client as mqtt
 
-from devices.mqtt import topics
+from common.mqtt import topics
 
 logger = logging.getLogger(__name__)
 

@@ -28,15 +28,18 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.utils import timezone
 
-from devices import metrics, telemetry_services
-from devices.broadcast import asend_home_event
-from devices.mqtt import status, topics
+from common.mqtt import topics
+from common.mqtt.connection import BrokerConfig, BrokerConfigError, connect, leave, make_client, valid_group
+from devices.agents import services as agent_services
+from devices.agents.mqtt_link import AgentBridge, AnnouncementError, parse_announcement
+from devices.audit.changes import asend_home_event
+from devices.home.mqtt import HomeBridge
+from devices.mqtt import status
 from devices.mqtt.adoption import OFFLINE, ONLINE, Adoption
-from devices.mqtt.agents import AgentBridge, AnnouncementError, parse_announcement
-from devices.mqtt.connection import BrokerConfig, BrokerConfigError, connect, leave, make_client, valid_group
-from devices.mqtt.home import HomeBridge
-from devices.mqtt.ingest import Ingestor, Source
 from devices.mqtt.subscriptions import SubscriptionWatch
+from devices.telemetry import metrics
+from devices.telemetry import services as telemetry_services
+from devices.telemetry.ingest import Ingestor, Source
 
 logger = logging.getLogger(__name__)
 
@@ -222,6 +225,7 @@ class Worker:
 
     def _on_stored(self, latest: list[dict[str, Any]], alive: set[str]) -> None:
         """From the ingestion thread, once a batch is committed."""
+        agent_services.heard_from(alive)
         if self._loop is None:
             return
         self._loop.call_soon_threadsafe(self._note_stored, latest, alive)

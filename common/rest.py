@@ -1,0 +1,32 @@
+"""What the apps' REST routers share: bounded identifiers in paths and filters, page sizes,
+the error body, and naive datetimes read in the hub's time zone."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from django.utils import timezone
+from ninja import Path, Query, Schema
+
+# Identifiers travel in paths and filters: printable text, bounded.
+Name = Annotated[str, Path(pattern=r"^[^\x00-\x1f\x7f]{1,200}$")]
+
+
+Filter = Annotated[str, Query(pattern=r"^[^\x00-\x1f\x7f]{0,200}$")]
+
+
+Limit = Annotated[int, Query(ge=1, le=500, description="Page size.")]
+
+
+Offset = Annotated[int, Query(ge=0, le=1_000_000_000, description="Items to skip.")]
+
+
+class Error(Schema):
+    detail: Any
+
+
+def aware(value: datetime | None) -> datetime | None:
+    if value is not None and timezone.is_naive(value):
+        return timezone.make_aware(value, timezone.get_default_timezone())
+    return value

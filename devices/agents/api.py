@@ -1,0 +1,92 @@
+"""The agents' REST router: ESP32 agents, their tools, and calls to them (audited as `rest`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.http import HttpRequest
+from ninja import Field, Router, Schema, Status
+from ninja.errors import HttpError
+
+from common.rest import Error, Name
+from devices.agents import selectors
+from devices.agents.calls import AgentCallError, call_agent_tool
+from devices.audit.models import Event
+from homehub.api import need
+
+REST = Event.Interface.REST
+router = Router(tags=["agents"])
+
+
+class ToolOut(Schema):
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    available: bool
+
+
+class AgentOut(Schema):
+    agent_id: str
+    name: str
+    transport: str
+    approved: bool
+    online: bool
+    last_seen: datetime | None
+    server_info: dict[str, Any]
+    tools: list[ToolOut]
+
+
+class ToolCall(Schema):
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolCallOut(Schema):
+    content: list[dict[str, Any]]
+    structuredContent: dict[str, Any] | None = None
+    isError: bool
+
+
+@router.get("/agents", response=list[AgentOut], summary="ESP32 agents and their tools")
+def list_agents(request: HttpRequest):
+    need(request, "read")
+    return selectors.agents()
+
+
+def _agent_or_404(agent_id: str) -> dict[str, Any]:
+    row = selectors.agent(agent_id)
+    if row is None:
+        raise HttpError(404, f"Unknown agent '{agent_id}'.")
+    return row
+
+
+@router.get("/agents/{agent_id}", response={200: AgentOut, 404: Error}, summary="One agent")
+def get_agent(request: HttpRequest, agent_id: Name):
+    need(request, "read")
+    return _agent_or_404(agent_id)
+
+
+@router.get(
+    "/agents/{agent_id}/tools",
+    response={200: list[ToolOut], 404: Error},
+    summary="An agent's tools",
+)
+def list_agent_tools(request: HttpRequest, agent_id: Name):
+    need(request, "read")
+    return _agent_or_404(agent_id)["tools"]
+
+
+@router.post(
+    "/agents/{agent_id}/tools/{tool}/call",
+    response={200: ToolCallOut, 404: Error, 409: Error, 502: Error, 503: Error},
+    summary="Call a tool on an online agent",
+)
+def call_tool(request: HttpRequest, agent_id: Name, tool: Name, call: ToolCall):
+    actor = need(request, "devices")
+    if selectors.agent_tool(agent_id, tool) is None:
+        _agent_or_404(agent_id)
+        return Status(404, {"detail": f"Agent '{agent_id}' has no tool '{tool}'."})
+    try:
+        return call_agent_tool(agent_id, tool, call.arguments, actor=actor, interface=REST)
+    except AgentCallError as exc:
+        return Status(exc.status, {"detail": exc.message})

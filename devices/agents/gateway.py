@@ -1,0 +1,347 @@
+"""The gateway: ESP32 agents' tools offered to LLM agents as the hub's own MCP tools.
+
+Every hub process keeps an in-memory view of the online agents' tools (the registry asks
+for tools synchronously, on the event loop, where the ORM may not run). The view is
+loaded when the process serves its first connection and refreshed, one agent at a time,
+whenever any process announces a change on the channel layer; each refresh tells the
+local MCP sessions that the tool list changed.
+
+A call goes to the agent's channel-layer group, which only the consumer holding the
+device's socket has joined (in whichever process), and the answer comes back on a reply
+channel of the caller's process; a device connected to the caller's own process is
+called directly. The device's result (content, isError) is returned as
+it came; offline agents, timeouts and device errors become `ToolError`s worded for a model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from channels.layers import get_channel_layer
+from django.conf import settings
+from pydantic import BaseModel, ConfigDict
+
+from devices.agents import agent_channels, selectors
+from devices.agents import services as agent_services
+from devices.agents.services import arecord_agent_call
+from homehub.groups import keep_joined, receive_forever
+from mcp_endpoint.registry import Caller, Tool, ToolContext, ToolError, ToolResult, registry
+
+logger = logging.getLogger(__name__)
+
+SCOPE = "devices"
+REPLY_GRACE_SECONDS = 2.0  # beyond the device's own timeout, for a process that died mid-call
+FULL_REFRESH_SECONDS = 60.0
+EMPTY_SCHEMA = {"type": "object", "properties": {}}
+
+
+class DeviceArguments(BaseModel):
+    """Anything goes: the device checks its own arguments against its own schema."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", text).strip("_") or "x"
+
+
+def exposed_name(agent_id: str, tool: str, *, hashed: bool = False) -> str:
+    """The name under which LLM agents see a device tool: `<agent>__<tool>` in the
+    characters function-calling APIs accept, e.g. `aa_bb_cc_dd_ee_ff__self_audio_speaker_set_volume`.
+    Too long (or `hashed`, for the rare clash of two readable names) it ends in a digest."""
+    readable = f"{_slug(agent_id)}__{_slug(tool)}"
+    if len(readable) <= 64 and not hashed:
+        return readable
+    digest = hashlib.sha256(f"{agent_id}\0{tool}".encode()).hexdigest()[:10]
+    return f"{readable[:53]}_{digest}"
+
+
+def _call_failure(agent_id: str, tool: str, reply: dict[str, Any]) -> str:
+    failure = reply.get("failure")
+    message = reply.get("message") or ""
+    if failure == "timeout":
+        return (
+            f"Agent '{agent_id}' did not answer tool '{tool}' within {reply.get('timeout', 0):g} s; "
+            "the device may be busy or out of reach. Try again later."
+        )
+    if failure == "disconnected":
+        return (
+            f"Agent '{agent_id}' disconnected before answering tool '{tool}'; the action may or may "
+            "not have happened. Call list_agents to see when it is back online."
+        )
+    if failure == "device":
+        code = reply.get("code")
+        return f"Agent '{agent_id}' refused tool '{tool}': {message}" + (f" (code {code})" if code else "")
+    return f"Agent '{agent_id}' could not run tool '{tool}': {message}"
+
+
+def _absent_agent(agent_id: str, presence: str) -> str:
+    if presence == "unknown":
+        return f"Unknown agent '{agent_id}'. Call list_agents to see the agents and their tools."
+    if presence == "pending":
+        return f"Agent '{agent_id}' is waiting for an administrator's approval."
+    return (
+        f"Agent '{agent_id}' is offline (devices connect only while active). "
+        "Call list_agents to see which agents are online."
+    )
+
+
+class DeviceGateway:
+    """A `ToolProvider` for the registry, and the router of calls to devices."""
+
+    def __init__(self) -> None:
+        self._agents: dict[str, dict[str, Any]] = {}  # agent_id -> {"name", "call_timeout", "tools"}
+        self._tools: dict[str, Tool] = {}  # exposed name -> tool
+        self._routes: dict[str, tuple[str, str]] = {}  # exposed name -> (agent id, device tool name)
+        self._names: dict[str, list[str]] = {}  # agent id -> its exposed names
+        self._ready: asyncio.Future[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._changed: set[str] = set()
+        self._wake: asyncio.Event | None = None
+
+    # --- the view of online agents ---------------------------------------------------------
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop the gateway serves on (the process's, once started)."""
+        return self._loop
+
+    def tools(self) -> Iterable[Tool]:
+        return self._tools.values()
+
+    def tool(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def route(self, name: str) -> tuple[str, str] | None:
+        """Reverse map: the (agent id, device tool name) behind an exposed name."""
+        return self._routes.get(name)
+
+    def names_of(self, agent_id: str) -> dict[str, str]:
+        """Device tool name -> exposed name, for an online agent."""
+        return {self._routes[name][1]: name for name in self._names.get(agent_id, [])}
+
+    async def start(self) -> None:
+        """Load the view and start listening for changes, once per process (and event loop);
+        again after a failed start (the database or Redis was down), not for ever after."""
+        loop = asyncio.get_running_loop()
+        failed = (
+            self._ready is not None
+            and self._ready.done()
+            and (self._ready.cancelled() or self._ready.exception() is not None)
+        )
+        if self._ready is None or self._loop is not loop or failed:
+            self._loop = loop
+            self._ready = asyncio.ensure_future(self._start())
+        await asyncio.shield(self._ready)
+
+    async def _start(self) -> None:
+        layer = get_channel_layer()
+        # The default prefix: channels-redis reads all of a process's channels from one
+        # Redis key only if they share it.
+        channel = await layer.new_channel()
+        await layer.group_add(agent_channels.AGENT_CHANGES_GROUP, channel)
+        self._wake = asyncio.Event()
+        await self.refresh()
+        self._tasks = [
+            keep_joined(layer, lambda: [agent_channels.AGENT_CHANGES_GROUP], channel),
+            asyncio.ensure_future(receive_forever(layer, channel, self._note_change, "gateway")),
+            asyncio.ensure_future(self._refresh_changed()),
+            asyncio.ensure_future(self._vouch_for_devices()),
+        ]
+
+    async def _note_change(self, message: dict[str, Any]) -> None:
+        """Note which agent changed; kept quick so that a burst (a thousand devices
+        reconnecting) does not overflow the channel, whose overflow is dropped."""
+        assert self._wake is not None
+        if message.get("type") == agent_channels.CHANGED:
+            self._changed.add(str(message.get("agent_id")))
+            self._wake.set()
+
+    async def _refresh_changed(self) -> None:
+        """Reload the agents noted as changed, many per query; now and then reload them all,
+        in case an announcement was lost."""
+        assert self._wake is not None
+        while True:
+            try:
+                await asyncio.wait_for(self._wake.wait(), FULL_REFRESH_SECONDS)
+                self._wake.clear()
+                changed, self._changed = list(self._changed), set()
+                await self.refresh(changed)
+            except TimeoutError:
+                await self.refresh()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("gateway: could not refresh the agents' tools")
+                await asyncio.sleep(1)
+
+    async def _vouch_for_devices(self) -> None:
+        """Every DEVICES_PRESENCE_SECONDS, mark this process's devices as seen, and take offline
+        the devices that no process has vouched for in three rounds (their process died)."""
+        interval = settings.DEVICES_PRESENCE_SECONDS
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await agent_services.atouch_agents(list(agent_channels.local_devices))
+                gone = await agent_services.aend_silent_sessions(3 * interval)
+                if gone:
+                    logger.warning(
+                        "gateway: %d devices left online by a process that died: %s", len(gone), gone
+                    )
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("gateway: could not check the devices' presence")
+
+    async def refresh(self, agent_ids: list[str] | None = None) -> None:
+        """Reload the given agents (all when None) from the database; if anything changed,
+        tell this process's MCP sessions that the tool list changed."""
+        found = await selectors.aagent_device_tools(agent_ids)
+        ids = list(self._agents) if agent_ids is None else agent_ids
+        if all(found.get(a) == self._agents.get(a) for a in {*ids, *found}):
+            return
+        for agent_id in ids:
+            self._drop(agent_id)
+        for agent_id, agent in found.items():
+            self._add(agent_id, agent)
+        registry.notify_changed()
+
+    def _drop(self, agent_id: str) -> None:
+        self._agents.pop(agent_id, None)
+        for name in self._names.pop(agent_id, []):
+            self._tools.pop(name, None)
+            self._routes.pop(name, None)
+
+    def _add(self, agent_id: str, agent: dict[str, Any]) -> None:
+        self._agents[agent_id] = agent
+        names = self._names[agent_id] = []
+        label = agent["name"] or agent_id
+        for spec in agent["tools"]:
+            tool_name = spec["name"]
+            name = exposed_name(agent_id, tool_name)
+            if name in self._routes:
+                name = exposed_name(agent_id, tool_name, hashed=True)
+            schema = spec["inputSchema"] if spec["inputSchema"] else EMPTY_SCHEMA
+            self._tools[name] = Tool(
+                name=name,
+                title=f"{label}: {tool_name}",
+                description=f"{spec['description']} (tool '{tool_name}' of device '{label}')".strip(),
+                scope=SCOPE,
+                input_model=DeviceArguments,
+                output_model=None,
+                handler=self._handler(agent_id, tool_name),
+                input_schema=schema,
+            )
+            self._routes[name] = (agent_id, tool_name)
+            names.append(name)
+
+    def _handler(
+        self, agent_id: str, tool: str
+    ) -> Callable[[DeviceArguments, ToolContext], Awaitable[ToolResult]]:
+        async def call_device_tool(args: DeviceArguments, ctx: ToolContext) -> ToolResult:
+            return await self.call(agent_id, tool, args.model_dump(), ctx.caller)
+
+        return call_device_tool
+
+    # --- calls -------------------------------------------------------------------------------
+
+    async def call(self, agent_id: str, tool: str, arguments: dict[str, Any], caller: Caller) -> ToolResult:
+        """Run `tool` on the agent's device and audit the call, whatever its outcome."""
+        started = time.perf_counter()
+        try:
+            result = await self._route(agent_id, tool, arguments)
+        except ToolError as exc:
+            await self._audit(caller, agent_id, tool, arguments, started, {"ok": False, "error": exc.message})
+            exc.audited = True
+            raise
+        content = result.get("content")
+        structured = result.get("structuredContent")
+        outcome = ToolResult(
+            content=content if isinstance(content, list) else [],
+            structured=structured if isinstance(structured, dict) else None,
+            is_error=bool(result.get("isError", False)),
+            audited=True,
+        )
+        await self._audit(caller, agent_id, tool, arguments, started, {"ok": not outcome.is_error})
+        return outcome
+
+    async def _route(self, agent_id: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        serve = agent_channels.local_devices.get(agent_id)
+        agent = self._agents.get(agent_id)
+        if serve is None or agent is None:
+            # Not connected here: the view may lag the database by a feed round, so ask it, as
+            # list_agents does (online or not), before routing the call or refusing it.
+            await self.refresh([agent_id])
+            agent = self._agents.get(agent_id)
+        if agent is None:
+            raise ToolError(_absent_agent(agent_id, await selectors.aagent_presence(agent_id)))
+        if not any(spec["name"] == tool for spec in agent["tools"]):
+            known = ", ".join(spec["name"] for spec in agent["tools"]) or "none"
+            raise ToolError(f"Agent '{agent_id}' has no tool '{tool}'. Its tools: {known}.")
+        timeout = agent["call_timeout"]
+        if serve is not None:
+            reply = await serve(tool, arguments, timeout)
+            if "result" in reply:
+                return reply["result"]
+            raise ToolError(_call_failure(agent_id, tool, reply))
+        layer = get_channel_layer()
+        reply_to = await layer.new_channel()
+        await layer.group_send(
+            agent_channels.agent_group(agent_id),
+            {
+                "type": agent_channels.CALL,
+                "agent_id": agent_id,
+                "reply_to": reply_to,
+                "tool": tool,
+                "arguments": arguments,
+                "timeout": timeout,
+            },
+        )
+        try:
+            reply = await asyncio.wait_for(layer.receive(reply_to), timeout + REPLY_GRACE_SECONDS)
+        except TimeoutError:
+            reply = {"failure": "timeout", "timeout": timeout}
+        if "result" in reply:
+            return reply["result"]
+        raise ToolError(_call_failure(agent_id, tool, reply))
+
+    async def _audit(
+        self,
+        caller: Caller,
+        agent_id: str,
+        tool: str,
+        arguments: dict[str, Any],
+        started: float,
+        outcome: dict[str, Any],
+    ) -> None:
+        outcome["ms"] = round((time.perf_counter() - started) * 1000, 1)
+        await arecord_agent_call(
+            actor=caller.actor,
+            interface=caller.interface,
+            agent_id=agent_id,
+            tool=tool,
+            arguments=arguments,
+            outcome=outcome,
+        )
+
+
+gateway = DeviceGateway()
+
+
+def with_gateway(app: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[None]]:
+    """Wrap the ASGI application so that a process's gateway is running before it serves
+    anything (daphne has no start-up hook)."""
+
+    async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "lifespan":
+            await gateway.start()
+        await app(scope, receive, send)
+
+    return application

@@ -1,0 +1,66 @@
+"""The tools that reach ESP32 agents by name (each agent's own tools are offered by the
+gateway under names of their own)."""
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from common.storable import LookupText
+from devices.agents import selectors
+from devices.agents.gateway import gateway
+from mcp_endpoint.registry import ToolContext, ToolResult, tool
+
+
+class NoArguments(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AgentToolInfo(BaseModel):
+    name: str
+    description: str
+    available: bool
+    gateway_name: str | None = Field(None, description="The name to call it by directly, while online")
+
+
+class AgentInfo(BaseModel):
+    agent_id: str
+    name: str
+    transport: str
+    online: bool
+    last_seen: str | None
+    server_info: dict[str, Any]
+    tools: list[AgentToolInfo]
+
+
+class AgentList(BaseModel):
+    agents: list[AgentInfo]
+
+
+class CallAgentToolInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    agent_id: LookupText = Field(description="The agent, as list_agents names it")
+    tool: LookupText = Field(description="The device's own tool name, e.g. self.audio_speaker.set_volume")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="As the tool's input schema asks")
+
+
+@tool(scope="devices", read_only=True)
+def list_agents(args: NoArguments, ctx: ToolContext) -> AgentList:
+    """Lists the ESP32 agents (devices), whether each is online, and the tools each one offers"""
+    agents = []
+    for agent in selectors.list_agents():
+        names = gateway.names_of(agent["agent_id"])
+        last_seen = agent["last_seen"]
+        agents.append(
+            {
+                **agent,
+                "last_seen": last_seen.isoformat() if last_seen else None,
+                "tools": [{**t, "gateway_name": names.get(t["name"])} for t in agent["tools"]],
+            }
+        )
+    return {"agents": agents}
+
+
+@tool(scope="devices", open_world=True)
+async def call_agent_tool(args: CallAgentToolInput, ctx: ToolContext) -> ToolResult:
+    """Calls one tool of an online ESP32 agent and returns the device's answer"""
+    return await gateway.call(args.agent_id, args.tool, args.arguments, ctx.caller)

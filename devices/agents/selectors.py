@@ -1,0 +1,111 @@
+"""Reads of ESP32 agents: the tools the gateway offers, presence, and agents in detail for the
+dashboard and the REST API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db.models import Count
+
+from devices.agents.models import Agent, AgentTool
+
+
+def agent_device_tools(agent_ids: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Approved online agents (all, or those of `agent_ids`) with their available tools:
+    `{agent_id: {"name", "call_timeout", "tools": [{"name", "description", "inputSchema"}]}}`."""
+    agents = Agent.objects.filter(online=True, approved=True)
+    if agent_ids is not None:
+        agents = agents.filter(agent_id__in=agent_ids)
+    found = {
+        agent_id: {"name": name, "call_timeout": timeout, "tools": []}
+        for agent_id, name, timeout in agents.values_list("agent_id", "name", "call_timeout")
+    }
+    tools = AgentTool.objects.filter(agent__agent_id__in=list(found), available=True).order_by(
+        "agent_id", "name"
+    )
+    for agent_id, name, description, schema in tools.values_list(
+        "agent__agent_id", "name", "description", "input_schema"
+    ):
+        found[agent_id]["tools"].append({"name": name, "description": description, "inputSchema": schema})
+    return found
+
+
+def list_agents() -> list[dict[str, Any]]:
+    """Every approved agent, online or not, with the tools it is known to have."""
+    agents = {
+        row["agent_id"]: {**row, "tools": []}
+        for row in Agent.objects.filter(approved=True).values(
+            "agent_id", "name", "transport", "online", "last_seen", "server_info"
+        )
+    }
+    for agent_id, name, description, available in AgentTool.objects.filter(agent__approved=True).values_list(
+        "agent__agent_id", "name", "description", "available"
+    ):
+        agents[agent_id]["tools"].append({"name": name, "description": description, "available": available})
+    return list(agents.values())
+
+
+def online_agents_by_transport() -> dict[str, int]:
+    """How many approved agents are online, per transport (every transport present, 0 or more)."""
+    counts = dict.fromkeys(Agent.Transport.values, 0)
+    rows = Agent.objects.filter(approved=True, online=True).values("transport").annotate(n=Count("id"))
+    for row in rows:
+        counts[row["transport"]] = row["n"]
+    return counts
+
+
+def agent_presence(agent_id: str) -> str:
+    """'online', 'offline', 'pending' (not approved) or 'unknown'."""
+    row = Agent.objects.filter(agent_id=agent_id).values_list("approved", "online").first()
+    if row is None:
+        return "unknown"
+    approved, online = row
+    if not approved:
+        return "pending"
+    return "online" if online else "offline"
+
+
+def agent_session(agent_id: str) -> str:
+    """The session of the agent's live connection, as last recorded ('' when none)."""
+    return Agent.objects.filter(agent_id=agent_id).values_list("session_id", flat=True).first() or ""
+
+
+aagent_device_tools = sync_to_async(agent_device_tools)
+
+
+aagent_presence = sync_to_async(agent_presence)
+
+
+aagent_session = sync_to_async(agent_session)
+
+
+def agents(agent_ids: list[str] | None = None) -> list[dict[str, Any]]:
+    """Every agent (or those of `agent_ids`), approved or pending, with its tools and their schemas."""
+    rows = Agent.objects.all() if agent_ids is None else Agent.objects.filter(agent_id__in=agent_ids)
+    found = {
+        row["agent_id"]: {**row, "tools": []}
+        for row in rows.values(
+            "agent_id", "name", "transport", "approved", "online", "last_seen", "server_info"
+        )
+    }
+    for row in (
+        AgentTool.objects.filter(agent__agent_id__in=list(found))
+        .order_by("agent__agent_id", "name")
+        .values("agent__agent_id", "name", "description", "input_schema", "available")
+    ):
+        agent_id = row.pop("agent__agent_id")
+        found[agent_id]["tools"].append(row)
+    return list(found.values())
+
+
+def agent(agent_id: str) -> dict[str, Any] | None:
+    found = agents([agent_id])
+    return found[0] if found else None
+
+
+def agent_tool(agent_id: str, tool: str) -> dict[str, Any] | None:
+    row = agent(agent_id)
+    if row is None:
+        return None
+    return next((t for t in row["tools"] if t["name"] == tool), None)

@@ -1,0 +1,307 @@
+"""The only code that changes ESP32 agents: registration, admission, presence, discovered
+tools, approval, and the audit of their notifications and of tool calls made on them.
+
+Like `devices.services`, each write is one transaction with its audit `Event`; changes
+that alter which device tools exist are announced to every hub process after commit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Iterable
+from datetime import timedelta
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import transaction
+from django.utils import timezone
+
+from common.storable import bounded_json, storable_json, storable_text
+from devices.agents import agent_channels
+from devices.agents.models import Agent, AgentTool
+from devices.audit.models import Event
+from devices.audit.services import record_event
+
+DEVICE = Event.Interface.DEVICE
+MAX_AUDIT_CHARS = 2000
+
+
+def hash_device_token(token: str) -> str:
+    # Tokens are 256-bit random: a fast hash is enough (see mcp_endpoint.tokens).
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def register_agent(
+    agent_id: str, *, transport: str, name: str = "", actor: str, interface: str
+) -> tuple[Agent, str | None]:
+    """Create the agent, or update it if known. WebSocket agents get a fresh device token
+    (returned once; only its hash is kept), which replaces any earlier one."""
+    token = secrets.token_urlsafe(32) if transport == Agent.Transport.WS else None
+    with transaction.atomic():
+        agent, created = Agent.objects.select_for_update().get_or_create(
+            agent_id=agent_id, defaults={"transport": transport, "name": name}
+        )
+        agent.transport = transport
+        if name:
+            agent.name = name
+        agent.approved = True
+        agent.token_hash = hash_device_token(token) if token else ""
+        agent.save()
+        record_event(
+            actor=actor,
+            interface=interface,
+            action="agent.register",
+            target=f"agent:{agent_id}",
+            after={"transport": transport, "created": created, "token_issued": token is not None},
+        )
+    return agent, token
+
+
+def admit_device(agent_id: str, token: str | None, *, accept_unknown: bool) -> Agent | None:
+    """The agent a device may connect as, or None to refuse it.
+
+    A known device needs its token. An unknown one is refused, unless `accept_unknown`,
+    in which case it is recorded as pending approval with the token it presented (so the
+    same token works once an admin approves it).
+    """
+    if not agent_id or not token or len(agent_id) > 64 or len(token) > 200:
+        return None
+    presented = hash_device_token(token)
+    agent = Agent.objects.filter(agent_id=agent_id, transport=Agent.Transport.WS).first()
+    if agent is not None:
+        return agent if agent.token_hash and hmac.compare_digest(agent.token_hash, presented) else None
+    if not accept_unknown or Agent.objects.filter(agent_id=agent_id).exists():
+        return None
+    with transaction.atomic():
+        agent = Agent.objects.create(agent_id=agent_id, approved=False, token_hash=presented)
+        record_event(
+            actor=agent_id,
+            interface=DEVICE,
+            action="agent.pending",
+            target=f"agent:{agent_id}",
+            after={"approved": False},
+            broadcast={"kind": "agent", "agent_id": agent_id},
+        )
+    return agent
+
+
+def agent_connected(agent_id: str, session_id: str, details: dict[str, Any]) -> None:
+    """The device said hello: it is online under this session."""
+    with transaction.atomic():
+        Agent.objects.filter(agent_id=agent_id).update(
+            online=True, session_id=session_id, last_seen=timezone.now()
+        )
+        record_event(
+            actor=agent_id,
+            interface=DEVICE,
+            action="agent.connect",
+            target=f"agent:{agent_id}",
+            after={"session_id": session_id, **details},
+            broadcast={"kind": "agent", "agent_id": agent_id, "online": True},
+        )
+
+
+def mqtt_agent_announced(agent_id: str, session_id: str, details: dict[str, Any]) -> Agent | None:
+    """An MQTT agent announced itself on `mcp/discovery`: registered if new (the broker's
+    authentication is the gate), online under a fresh session. None when the id belongs
+    to a WebSocket agent. Only a registration or a return from offline is audited, not
+    every repeated announcement."""
+    with transaction.atomic():
+        agent, created = Agent.objects.select_for_update().get_or_create(
+            agent_id=agent_id, defaults={"transport": Agent.Transport.MQTT}
+        )
+        if agent.transport != Agent.Transport.MQTT:
+            return None
+        returning = created or not agent.online
+        agent.online = True
+        agent.session_id = session_id
+        agent.last_seen = timezone.now()
+        agent.capabilities = {"mqtt": details}
+        agent.save(update_fields=["online", "session_id", "last_seen", "capabilities"])
+        if returning:
+            record_event(
+                actor=agent_id,
+                interface=DEVICE,
+                action="agent.register" if created else "agent.connect",
+                target=f"agent:{agent_id}",
+                after={"session_id": session_id, **details},
+                broadcast={"kind": "agent", "agent_id": agent_id, "online": True},
+            )
+    return agent
+
+
+def mqtt_sessions_ended(owner: str) -> int:
+    """A worker (re)starting: the agents its previous run owned lost their link with it and
+    are offline until they announce themselves again."""
+    sessions = Agent.objects.filter(
+        transport=Agent.Transport.MQTT, online=True, session_id__startswith=f"{owner}:"
+    ).values_list("agent_id", "session_id")
+    ended = list(sessions)
+    for agent_id, session_id in ended:
+        agent_disconnected(agent_id, session_id)
+    return len(ended)
+
+
+def heard_from(device_ids: Iterable[str]) -> None:
+    """The devices of these ids were heard from (a reading or a heartbeat): the agents among
+    them were last seen now, online or not."""
+    ids = list(device_ids)
+    if ids:
+        Agent.objects.filter(agent_id__in=ids).update(last_seen=timezone.now())
+
+
+def touch_agents(agent_ids: Iterable[str]) -> None:
+    """These agents' connections are alive in the calling process (see `end_silent_sessions`)."""
+    ids = list(agent_ids)
+    if ids:
+        Agent.objects.filter(agent_id__in=ids, online=True).update(last_seen=timezone.now())
+
+
+def end_silent_sessions(silent_for: float) -> list[str]:
+    """WebSocket agents still marked online whose process stopped vouching for them (every hub
+    process touches its own devices' `last_seen` regularly): the process died without saying
+    goodbye. They go offline like a disconnect; returns their ids."""
+    cutoff = timezone.now() - timedelta(seconds=silent_for)
+    stale = list(
+        Agent.objects.filter(transport=Agent.Transport.WS, online=True, last_seen__lt=cutoff).values_list(
+            "agent_id", "session_id"
+        )
+    )
+    for agent_id, session_id in stale:
+        agent_disconnected(agent_id, session_id)
+    return [agent_id for agent_id, _ in stale]
+
+
+def agent_discovery_failed(agent_id: str, session_id: str, reason: str) -> None:
+    """The agent did not list its tools: say so in the audit trail (its old tools stay)."""
+    record_event(
+        actor=agent_id,
+        interface=DEVICE,
+        action="agent.discovery_failed",
+        target=f"agent:{agent_id}",
+        after={"session_id": session_id, "reason": storable_text(reason[:MAX_AUDIT_CHARS])},
+        broadcast={"kind": "agent", "agent_id": agent_id},
+    )
+
+
+def agent_discovered(
+    agent_id: str,
+    session_id: str,
+    *,
+    server_info: dict[str, Any],
+    capabilities: dict[str, Any],
+    tools: list[dict[str, Any]],
+) -> None:
+    """Replace the agent's tools with those it just listed, in one transaction. Nothing
+    changes if the agent has meanwhile reconnected under another session."""
+    with transaction.atomic():
+        agent = Agent.objects.select_for_update().filter(agent_id=agent_id, session_id=session_id).first()
+        if agent is None:
+            return
+        agent.server_info = storable_json(server_info)
+        agent.capabilities = storable_json(capabilities)
+        agent.save(update_fields=["server_info", "capabilities"])
+        by_name = {t["name"]: t for t in tools}  # a repeated name keeps its last definition
+        agent.tools.exclude(name__in=by_name).delete()
+        known = {t.name: t for t in agent.tools.all()}
+        new, changed = [], []
+        for name, spec in by_name.items():
+            schema = spec.get("inputSchema")
+            description = spec.get("description")
+            row = known.get(name) or AgentTool(agent=agent, name=name)
+            row.description = storable_text(description) if isinstance(description, str) else ""
+            row.input_schema = storable_json(schema) if isinstance(schema, dict) else {}
+            row.available = True
+            (changed if row.pk else new).append(row)
+        AgentTool.objects.bulk_create(new)
+        AgentTool.objects.bulk_update(changed, ["description", "input_schema", "available"])
+        record_event(
+            actor=agent_id,
+            interface=DEVICE,
+            action="agent.tools",
+            target=f"agent:{agent_id}",
+            after={"server_info": server_info, "tools": sorted(by_name)},
+            broadcast={"kind": "agent", "agent_id": agent_id, "tools": len(by_name)},
+        )
+        agent_channels.announce_agent_change_on_commit(agent_id)
+
+
+def agent_disconnected(agent_id: str, session_id: str) -> None:
+    """The connection of `session_id` closed: offline, its tools kept but unavailable."""
+    with transaction.atomic():
+        gone = Agent.objects.filter(agent_id=agent_id, session_id=session_id).update(
+            online=False, session_id="", last_seen=timezone.now()
+        )
+        if not gone:
+            return  # a newer connection of the same device took over
+        AgentTool.objects.filter(agent__agent_id=agent_id).update(available=False)
+        record_event(
+            actor=agent_id,
+            interface=DEVICE,
+            action="agent.disconnect",
+            target=f"agent:{agent_id}",
+            after={"session_id": session_id},
+            broadcast={"kind": "agent", "agent_id": agent_id, "online": False},
+        )
+        agent_channels.announce_agent_change_on_commit(agent_id)
+
+
+def record_agent_notification(agent_id: str, method: str, params: dict[str, Any]) -> None:
+    record_event(
+        actor=agent_id,
+        interface=DEVICE,
+        action="agent.notification",
+        target=f"agent:{agent_id}",
+        after={"method": method, "params": bounded_json(params, MAX_AUDIT_CHARS)},
+        broadcast={"kind": "agent", "agent_id": agent_id, "method": method},
+    )
+
+
+def approve_agents(agent_ids: Iterable[str], *, actor: str, interface: str) -> int:
+    """Approve pending agents; a connected one is told to start its discovery."""
+    approved = 0
+    with transaction.atomic():
+        for agent in Agent.objects.select_for_update().filter(agent_id__in=list(agent_ids), approved=False):
+            agent.approved = True
+            agent.save(update_fields=["approved"])
+            record_event(
+                actor=actor,
+                interface=interface,
+                action="agent.approve",
+                target=f"agent:{agent.agent_id}",
+                before={"approved": False},
+                after={"approved": True},
+                broadcast={"kind": "agent", "agent_id": agent.agent_id, "approved": True},
+            )
+            agent_channels.tell_agent_on_commit(agent.agent_id, agent_channels.APPROVED)
+            approved += 1
+    return approved
+
+
+def record_agent_call(
+    *, actor: str, interface: str, agent_id: str, tool: str, arguments: Any, outcome: dict[str, Any]
+) -> None:
+    """Audit one tool call made on a device through the gateway."""
+    record_event(
+        actor=actor,
+        interface=interface,
+        action="agent.call",
+        target=f"agent:{agent_id}",
+        before={"tool": storable_text(tool), "arguments": bounded_json(arguments, MAX_AUDIT_CHARS)},
+        after=outcome,
+    )
+
+
+aadmit_device = sync_to_async(admit_device)
+aagent_connected = sync_to_async(agent_connected)
+aagent_discovered = sync_to_async(agent_discovered)
+aagent_disconnected = sync_to_async(agent_disconnected)
+amqtt_agent_announced = sync_to_async(mqtt_agent_announced)
+aagent_discovery_failed = sync_to_async(agent_discovery_failed)
+amqtt_sessions_ended = sync_to_async(mqtt_sessions_ended)
+atouch_agents = sync_to_async(touch_agents)
+aend_silent_sessions = sync_to_async(end_silent_sessions)
+arecord_agent_notification = sync_to_async(record_agent_notification)
+arecord_agent_call = sync_to_async(record_agent_call)

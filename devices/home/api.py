@@ -1,0 +1,102 @@
+"""The home's REST router: lights, the alarm and people. Writes audited as `rest`."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.http import HttpRequest
+from ninja import Router, Schema, Status
+
+from common.rest import Error, Name
+from devices.audit.models import Event
+from devices.home import selectors, services
+from devices.home.errors import LightNotFound, PersonNotFound
+from homehub.api import need
+
+REST = Event.Interface.REST
+router = Router(tags=["home"])
+
+
+class LightOut(Schema):
+    name: str
+    label: str
+    room: str
+    on: bool
+    updated_at: datetime
+
+
+class LightChange(Schema):
+    on: bool
+
+
+class AlarmOut(Schema):
+    armed: bool
+    updated_at: datetime | None
+
+
+class AlarmChange(Schema):
+    armed: bool
+
+
+class PersonOut(Schema):
+    name: str
+    present: bool
+    updated_at: datetime
+
+
+class PresenceChange(Schema):
+    present: bool
+
+
+@router.get("/lights", response=list[LightOut], summary="List the lights")
+def list_lights(request: HttpRequest):
+    need(request, "read")
+    return selectors.lights()
+
+
+@router.get("/lights/{name}", response={200: LightOut, 404: Error}, summary="One light")
+def get_light(request: HttpRequest, name: Name):
+    need(request, "read")
+    row = selectors.light(name)
+    if row is None:
+        return Status(404, {"detail": str(LightNotFound(name))})
+    return row
+
+
+@router.patch("/lights/{name}", response={200: LightOut, 404: Error}, summary="Switch a light on or off")
+def change_light(request: HttpRequest, name: Name, change: LightChange):
+    actor = need(request, "control")
+    try:
+        services.set_light_state(name, change.on, actor=actor, interface=REST)
+    except LightNotFound as exc:
+        return Status(404, {"detail": str(exc)})
+    return selectors.light(name)
+
+
+@router.get("/alarm", response=AlarmOut, summary="The alarm's state")
+def get_alarm(request: HttpRequest):
+    need(request, "read")
+    return selectors.alarm()
+
+
+@router.patch("/alarm", response=AlarmOut, summary="Arm or disarm the alarm")
+def change_alarm(request: HttpRequest, change: AlarmChange):
+    actor = need(request, "control")
+    services.set_alarm_state(change.armed, actor=actor, interface=REST)
+    return selectors.alarm()
+
+
+@router.get("/people", response=list[PersonOut], summary="Known people and who is home")
+def list_people(request: HttpRequest):
+    need(request, "read")
+    return selectors.people()
+
+
+@router.patch("/people/{name}", response={200: PersonOut, 404: Error}, summary="Set a person's presence")
+def change_presence(request: HttpRequest, name: Name, change: PresenceChange):
+    actor = need(request, "control")
+    try:
+        services.set_person_presence(name, change.present, actor=actor, interface=REST)
+    except PersonNotFound as exc:
+        return Status(404, {"detail": str(exc)})
+    return selectors.person(name)

@@ -1,0 +1,89 @@
+"""Seed 000's six home tools, with its exact names, shapes and Spanish errors."""
+
+from pydantic import BaseModel, ConfigDict
+
+from devices.home import services, state
+from devices.home.errors import HomeError
+from mcp_endpoint.registry import ToolContext, ToolError, tool
+
+
+class NoArguments(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Presence(BaseModel):
+    present: bool
+    known_people: list[str]
+
+
+class AlarmStatus(BaseModel):
+    armed: bool
+
+
+class LightsOn(BaseModel):
+    on: list[str]
+
+
+class AllStates(BaseModel):
+    lights: dict[str, bool]
+    alarm: bool
+    presence: Presence
+
+
+class SetLightInput(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    name: str
+    on: bool
+
+
+class SetAlarmInput(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    armed: bool
+
+
+class Outcome(BaseModel):
+    ok: bool
+    error: str | None = None
+
+
+@tool(scope="read", read_only=True, idempotent=True)
+async def get_presence(args: NoArguments, ctx: ToolContext) -> Presence:
+    """Obtiene el estado del detector de presencia"""
+    return await state.presence()
+
+
+@tool(scope="read", read_only=True, idempotent=True)
+async def get_alarm_status(args: NoArguments, ctx: ToolContext) -> AlarmStatus:
+    """Consulta si la alarma está armada"""
+    return await state.alarm_status()
+
+
+@tool(scope="read", read_only=True, idempotent=True)
+async def list_lights_on(args: NoArguments, ctx: ToolContext) -> LightsOn:
+    """Lista los nombres de las luces que están encendidas"""
+    return await state.lights_on()
+
+
+@tool(scope="control", idempotent=True)
+async def set_light_state(args: SetLightInput, ctx: ToolContext) -> Outcome:
+    """Enciende o apaga una luz específica"""
+    try:
+        await services.aset_light_state(
+            args.name, args.on, actor=ctx.caller.actor, interface=ctx.caller.interface
+        )
+    except HomeError as exc:
+        raise ToolError(str(exc), structured={"ok": False, "error": str(exc)}) from None
+    return {"ok": True}
+
+
+@tool(scope="control", idempotent=True, destructive=True)
+async def set_alarm_state(args: SetAlarmInput, ctx: ToolContext) -> Outcome:
+    """Arma o desarma la alarma"""
+    await services.aset_alarm_state(args.armed, actor=ctx.caller.actor, interface=ctx.caller.interface)
+    return {"ok": True}
+
+
+@tool(scope="read", read_only=True, idempotent=True)
+async def get_all_states(args: NoArguments, ctx: ToolContext) -> AllStates:
+    """Obtiene un snapshot completo del estado del sistema"""
+    return await state.all_states()

@@ -1,0 +1,154 @@
+"""The home's state (lights, alarm, presence) kept in this process for MCP reads, so that a read
+on the event loop needs no hop to Django's database thread.
+
+The change feed keeps the copy correct: a change made here drops it as its transaction
+commits, before the write returns (`devices.home.services`); a change made by another process
+drops it when its `home.event` arrives (a listener on the home group). The copy is trusted
+only while this process hears every other one: its listener has been running for a moment,
+and with the database channel layer, the feed has not failed since the copy was read
+(`DatabaseChannelLayer.feed_epoch`). Otherwise, and until then, every read goes to the
+database. The copy is only filled from reads made outside any transaction, so it never holds
+rows that a transaction could still roll back (tests run inside one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from django.db import connections, router
+
+from devices.audit.changes import CHANGES_GROUP
+from devices.home import selectors
+from devices.home.models import Light
+
+logger = logging.getLogger(__name__)
+
+SETTLE_SECONDS = 0.5  # a new listener's group membership is in place well within this
+HOME_KINDS = frozenset({"light", "alarm", "person", "home"})
+
+
+class _Copy:
+    __slots__ = ("alarm", "epoch", "lights", "present")
+
+    def __init__(self, epoch: Any, state: dict[str, Any]) -> None:
+        self.epoch = epoch
+        self.lights: tuple[tuple[str, bool], ...] = tuple(state["lights"].items())
+        self.alarm: bool = state["alarm"]
+        self.present: tuple[str, ...] = tuple(state["presence"]["known_people"])
+
+
+_copy: _Copy | None = None
+_generation = 0  # bumped by every `forget`: a read that began before it must not be kept
+_lock = threading.Lock()
+
+
+def forget() -> None:
+    """Drop the copy (a change committed here or heard from elsewhere)."""
+    global _copy, _generation
+    with _lock:
+        _copy, _generation = None, _generation + 1
+
+
+class _Listener:
+    """This process's member of the home group that drops the copy on every home change."""
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.since: float | None = None  # listening without a failure since
+        self.starts = 0
+
+    def epoch(self) -> Any:
+        """What must hold for a copy to stay trusted; None when no copy may be trusted now."""
+        loop = asyncio.get_running_loop()
+        if self.loop is not loop or self.task is None or self.task.done():
+            self.loop, self.since, self.starts = loop, None, self.starts + 1
+            self.task = loop.create_task(self._listen())
+            return None
+        if self.since is None or time.monotonic() - self.since < SETTLE_SECONDS:
+            return None
+        feed_epoch = getattr(get_channel_layer(), "feed_epoch", None)
+        if feed_epoch is None:  # Redis: this listener hears every process
+            return self.starts
+        feed = feed_epoch()
+        return None if feed is None else (self.starts, feed)
+
+    async def _listen(self) -> None:
+        layer = get_channel_layer()
+        channel = await layer.new_channel()
+        while True:
+            try:
+                await layer.group_add(CHANGES_GROUP, channel)
+                self.since = time.monotonic()
+                while True:
+                    message = await layer.receive(channel)
+                    if (message.get("event") or {}).get("kind") in HOME_KINDS:
+                        forget()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                self.since = None
+                forget()
+                logger.exception("home state: the channel layer failed; reading the database meanwhile")
+                await asyncio.sleep(1)
+
+
+_listener = _Listener()
+
+
+def _read(generation: int, epoch: Any) -> dict[str, Any]:
+    """Read the state through Django (its thread) and keep it when that is safe."""
+    global _copy
+    state = selectors.get_all_states()
+    if epoch is not None and not connections[router.db_for_read(Light)].in_atomic_block:
+        with _lock:
+            if generation == _generation:
+                _copy = _Copy(epoch, state)
+    return state
+
+
+_aread = sync_to_async(_read)
+
+
+async def _current() -> _Copy | dict[str, Any]:
+    """The kept copy when it may be trusted, else the state read afresh."""
+    epoch = _listener.epoch()
+    kept = _copy
+    if epoch is not None and kept is not None and kept.epoch == epoch:
+        return kept
+    return await _aread(_generation, epoch)
+
+
+async def all_states() -> dict[str, Any]:
+    found = await _current()
+    if isinstance(found, dict):
+        return found
+    return {
+        "lights": dict(found.lights),
+        "alarm": found.alarm,
+        "presence": {"present": bool(found.present), "known_people": list(found.present)},
+    }
+
+
+async def alarm_status() -> dict[str, bool]:
+    found = await _current()
+    return {"armed": found["alarm"] if isinstance(found, dict) else found.alarm}
+
+
+async def presence() -> dict[str, Any]:
+    found = await _current()
+    if isinstance(found, dict):
+        return found["presence"]
+    return {"present": bool(found.present), "known_people": list(found.present)}
+
+
+async def lights_on() -> dict[str, list[str]]:
+    found = await _current()
+    lights = found["lights"].items() if isinstance(found, dict) else found.lights
+    return {"on": [name for name, on in lights if on]}

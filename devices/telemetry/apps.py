@@ -1,0 +1,13 @@
+from django.apps import AppConfig
+
+
+class TelemetryConfig(AppConfig):
+    name = "devices.telemetry"
+    label = "telemetry"
+    verbose_name = "Telemetry"
+
+    def ready(self) -> None:
+        from devices.telemetry.resources import SensorResources
+        from mcp_endpoint.resources import resources
+
+        resources.add_provider(SensorResources())

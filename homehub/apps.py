@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+
+
+class HomehubConfig(AppConfig):
+    """The project on top: its commands run the hub (`serve`, `ensure_admin`, `healthz`)."""
+
+    name = "homehub"
+    verbose_name = "HomeHub"

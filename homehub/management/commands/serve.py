@@ -1,0 +1,106 @@
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError
+
+from common.mqtt.connection import BrokerConfig, BrokerConfigError
+
+if TYPE_CHECKING:
+    from homehub.demo.runner import Demo
+
+
+class Command(BaseCommand):
+    help = (
+        "Serve the hub with daphne (HTTP, WebSockets, /mcp) and, unless MQTT_IN_PROCESS=0, the "
+        "MQTT worker in the same process, so that with the in-memory channel layer LLM calls "
+        "still reach MQTT agents. With no broker reachable the hub serves everything else and "
+        "keeps retrying."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--no-mqtt", action="store_true", help="do not run the MQTT worker here")
+        parser.add_argument("--access-log", action="store_true", help="log every request to stdout")
+        parser.add_argument(
+            "--demo",
+            action="store_true",
+            help="also run simulated ESP32 agents (WebSocket and MQTT) with a living home climate",
+        )
+
+    def handle(self, *args, host, port, no_mqtt, access_log, demo, **options):
+        if not demo:
+            self._serve(host, port, no_mqtt=no_mqtt, access_log=access_log)
+            return
+        from homehub.demo.runner import Demo
+
+        demo_mode = Demo(host, port)
+        try:  # whatever happens, the demo's private broker goes too
+            try:
+                banner = demo_mode.prepare()
+            except DatabaseError as exc:
+                raise CommandError(f"{exc}: run `python manage.py migrate` first (make demo does)") from None
+            self.stdout.write(banner)
+            self.stdout.flush()
+            self._serve(host, port, no_mqtt=no_mqtt, access_log=access_log, demo=demo_mode)
+        finally:
+            demo_mode.close()
+
+    def _serve(
+        self, host: str, port: int, *, no_mqtt: bool, access_log: bool, demo: Demo | None = None
+    ) -> None:
+        # Daphne installs Twisted's asyncio reactor when imported: import it here, not at the top.
+        from daphne.access import AccessLogGenerator
+        from daphne.endpoints import build_endpoint_description_strings
+        from daphne.server import Server
+        from twisted.internet import defer, reactor
+
+        from devices.agents.gateway import gateway
+        from homehub.asgi import application
+
+        mqtt_url = demo.broker.url if demo and demo.broker.url else settings.MQTT_URL
+
+        worker = None
+        if settings.MQTT_IN_PROCESS and not no_mqtt:
+            from devices.mqtt.worker import Worker
+
+            try:
+                worker = Worker(BrokerConfig.from_settings(url=mqtt_url))
+            except BrokerConfigError as exc:
+                raise CommandError(str(exc)) from None
+            logging.getLogger("devices.mqtt").setLevel(logging.INFO)
+
+        def ready() -> None:
+            loop = asyncio.get_event_loop()
+            loop.call_soon(lambda: asyncio.ensure_future(gateway.start()))
+            if worker is not None:
+                loop.call_soon(lambda: asyncio.ensure_future(worker.start()))
+                reactor.addSystemEventTrigger(
+                    "before",
+                    "shutdown",
+                    lambda: defer.Deferred.fromFuture(asyncio.ensure_future(worker.stop())),
+                )
+            if demo is not None:
+                loop.call_soon(demo.start)
+                reactor.addSystemEventTrigger(
+                    "before",
+                    "shutdown",
+                    lambda: defer.Deferred.fromFuture(asyncio.ensure_future(demo.stop())),
+                )
+
+        self.stderr.write(
+            f"HomeHub on http://{host}:{port}/"
+            + (f" with the MQTT worker ({mqtt_url})" if worker else " (no MQTT worker here)")
+        )
+        Server(
+            application=application,
+            endpoints=build_endpoint_description_strings(host=host, port=port),
+            action_logger=AccessLogGenerator(sys.stdout) if access_log else None,
+            ready_callable=ready,
+        ).run()
