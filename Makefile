@@ -44,10 +44,18 @@ $(CONFORMANCE)/node_modules/.installed: $(CONFORMANCE)/package.json $(CONFORMANC
 	cd $(CONFORMANCE) && npm ci --no-audit --no-fund
 	touch $@
 
-## test: lint, then the whole suite on SQLite and on PostgreSQL
+## test: lint, then the whole suite on SQLite and on PostgreSQL, the two passes side by side
+## (the PostgreSQL pass's report follows the SQLite one's; both must pass)
 test: $(VENV)/.installed-dev system-deps $(CONFORMANCE)/node_modules/.installed lint
-	$(BIN)/pytest
-	DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest
+	@mkdir -p artifacts
+	@echo "PostgreSQL pass running beside this one; its report: artifacts/pytest-postgresql.log"
+	@DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest -p no:cacheprovider > artifacts/pytest-postgresql.log 2>&1 & \
+	postgres=$$!; \
+	$(BIN)/pytest; sqlite=$$?; \
+	wait $$postgres; pg=$$?; \
+	echo; echo "=== PostgreSQL pass ($(PG_TEST_URL)) ==="; \
+	if [ $$pg -eq 0 ]; then tail -n 3 artifacts/pytest-postgresql.log; else cat artifacts/pytest-postgresql.log; fi; \
+	test $$sqlite -eq 0 && test $$pg -eq 0
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
