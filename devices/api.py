@@ -12,11 +12,11 @@ from django.utils import timezone
 from ninja import Field, Path, Query, Router, Schema, Status
 from ninja.errors import HttpError
 
+from common.rest import need
 from devices import history, services
 from devices.agent_calls import AgentCallError, call_agent_tool
 from devices.errors import LightNotFound, PersonNotFound
 from devices.models import Event
-from homehub.api import need
 
 REST = Event.Interface.REST
 router = Router()

@@ -27,9 +27,9 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from pydantic import BaseModel, ConfigDict
 
+from common.groups import keep_joined, receive_forever
 from devices import agent_channels, agent_services, selectors
 from devices.agent_services import arecord_agent_call
-from homehub.groups import keep_joined, receive_forever
 from mcp_endpoint.registry import Caller, Tool, ToolContext, ToolError, ToolResult, registry
 
 logger = logging.getLogger(__name__)

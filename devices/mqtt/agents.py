@@ -43,10 +43,10 @@ from typing import Any
 
 from channels.layers import get_channel_layer
 
+from common.groups import keep_joined, receive_forever
 from devices import agent_channels, agent_services, selectors
 from devices.mqtt import topics
 from devices.storable import storable_text
-from homehub.groups import keep_joined, receive_forever
 from mcp_endpoint import jsonrpc
 from mcp_endpoint.client import SOMS, Dialect, McpClient, McpClientError, RemoteError
 

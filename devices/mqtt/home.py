@@ -19,12 +19,12 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 
+from common.groups import keep_joined, receive_forever
 from devices import history, services
 from devices.broadcast import HOME_GROUP
 from devices.errors import HomeError
 from devices.models import Event
 from devices.mqtt import topics
-from homehub.groups import keep_joined, receive_forever
 from mcp_endpoint import jsonrpc
 
 logger = logging.getLogger(__name__)

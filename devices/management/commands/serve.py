@@ -56,13 +56,15 @@ class Command(BaseCommand):
         self, host: str, port: int, *, no_mqtt: bool, access_log: bool, demo: Demo | None = None
     ) -> None:
         # Daphne installs Twisted's asyncio reactor when imported: import it here, not at the top.
+        from channels.routing import get_default_application
         from daphne.access import AccessLogGenerator
         from daphne.endpoints import build_endpoint_description_strings
         from daphne.server import Server
         from twisted.internet import defer, reactor
 
         from devices.gateway import gateway
-        from homehub.asgi import application
+
+        application = get_default_application()  # settings.ASGI_APPLICATION (apps import no homehub)
 
         mqtt_url = demo.broker.url if demo and demo.broker.url else settings.MQTT_URL
 
