@@ -10,6 +10,9 @@ from devices.errors import HomeError
 from devices.gateway import gateway
 from devices.storable import LookupText
 from mcp_endpoint.registry import ToolContext, ToolError, ToolResult, tool
+from mcp_endpoint.scopes import declare_scope
+
+declare_scope("devices", "ESP32 agents: list them and call their tools")
 
 
 class NoArguments(BaseModel):

@@ -8,6 +8,9 @@ from fel import services
 from fel.errors import FelError
 from fel.paths import display_path
 from mcp_endpoint.registry import ToolContext, ToolError, tool
+from mcp_endpoint.scopes import declare_scope
+
+declare_scope("fel", "FEL invoices: validate, render and batch them (files under FEL_ROOT)")
 
 
 class FelValidateInput(BaseModel):

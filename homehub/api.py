@@ -22,7 +22,7 @@ from ninja.security import HttpBearer, SessionAuth
 from devices.api import router as home_router
 from fel.api import router as fel_router
 from fel.batch_api import router as batch_router
-from mcp_endpoint.registry import SCOPES
+from mcp_endpoint.scopes import scopes
 from mcp_endpoint.tokens import authenticate
 
 logger = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ class UserSession(SessionAuth):
         user = super().authenticate(request, key)
         if user is not None:
             request.api_actor = user.get_username()
-            request.api_scopes = frozenset(SCOPES)
+            request.api_scopes = frozenset(scopes.names())
         return user
 
 

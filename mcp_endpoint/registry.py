@@ -22,7 +22,8 @@ from typing import Any, Protocol, get_type_hints
 from asgiref.sync import async_to_sync, sync_to_async
 from pydantic import BaseModel, ValidationError
 
-SCOPES = ("read", "control", "fel", "devices")
+from mcp_endpoint.scopes import scopes as declared_scopes
+
 TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
@@ -32,7 +33,7 @@ class Caller:
 
     actor: str
     interface: str
-    scopes: frozenset[str] = frozenset(SCOPES)
+    scopes: frozenset[str] = field(default_factory=lambda: frozenset(declared_scopes.names()))  # all
     audited: bool = False  # record every tool call (network callers with a token)
     rate_key: str | None = None  # calls are rate-limited per key (the token) when set
 
@@ -200,8 +201,8 @@ class Tool:
     def __post_init__(self) -> None:
         if not TOOL_NAME_RE.match(self.name):
             raise ValueError(f"invalid tool name {self.name!r}: 1-64 characters of [A-Za-z0-9_.-]")
-        if self.scope not in SCOPES:
-            raise ValueError(f"tool {self.name}: unknown scope {self.scope!r}")
+        if self.scope not in declared_scopes:
+            raise ValueError(f"tool {self.name}: undeclared scope {self.scope!r} (see mcp_endpoint.scopes)")
         if not self.input_schema:
             self.input_schema = _clean_schema(self.input_model.model_json_schema())
         if self.output_schema is None and self.output_model is not None:
