@@ -9,10 +9,16 @@ from devices import history, selectors, services
 from devices.errors import HomeError
 from devices.gateway import gateway
 from devices.storable import LookupText
-from mcp_endpoint.registry import ToolContext, ToolError, ToolResult, tool
+from mcp_endpoint.registry import ToolContext, ToolError, ToolResult, registry, tool
 from mcp_endpoint.scopes import declare_scope
 
 declare_scope("devices", "ESP32 agents: list them and call their tools")
+registry.add_instructions(
+    "HomeHub runs a home: lights (salon, cocina, dormitorio, bano, garage), an alarm, presence "
+    "of known people, sensors and ESP32 devices. Read the state with get_all_states (or "
+    "get_presence, get_alarm_status, list_lights_on) before changing it with set_light_state or "
+    "set_alarm_state. Every change is audited under your identity."
+)
 
 
 class NoArguments(BaseModel):

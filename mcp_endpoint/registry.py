@@ -289,12 +289,27 @@ class ToolProvider(Protocol):
 CallObserver = Callable[[Caller, Tool, Any, ToolResult, float], Awaitable[None]]
 
 
+# The engine's closing paragraph of the server's `instructions`, after the apps' own.
+ENGINE_INSTRUCTIONS = "Tool results are JSON; errors explain what to fix."
+
+
 class ToolRegistry:
     def __init__(self) -> None:
         self._static: dict[str, Tool] = {}
         self._providers: list[ToolProvider] = []
         self._listeners: set[Callable[[], None]] = set()
+        self._instructions: list[str] = []
         self.observers: list[CallObserver] = []
+
+    def add_instructions(self, text: str) -> None:
+        """A paragraph for the server's `instructions` (what an app's tools are for, and how
+        to use them together), from the app's `mcp_tools.py`."""
+        self._instructions.append(text)
+
+    def instructions(self) -> str:
+        """What `initialize` and `server/discover` tell the client: the apps' paragraphs, in
+        the order the apps are installed, then the engine's."""
+        return "\n\n".join([*self._instructions, ENGINE_INSTRUCTIONS])
 
     def add_observer(self, observer: CallObserver) -> None:
         """`observer(caller, tool, arguments, result, seconds)` runs after every call of an

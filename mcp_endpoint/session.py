@@ -75,15 +75,6 @@ SERVER_VERSION = "0.1.0"
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 TOOLS_PAGE_SIZE = 100
 
-INSTRUCTIONS = (
-    "HomeHub runs a home: lights (salon, cocina, dormitorio, bano, garage), an alarm, "
-    "presence of known people, sensors and ESP32 devices, and validates and renders "
-    "Guatemalan FEL invoices. Read the state with get_all_states (or get_presence, "
-    "get_alarm_status, list_lights_on) before changing it with set_light_state or "
-    "set_alarm_state. Tool results are JSON; errors explain what to fix. Every change is "
-    "audited under your identity."
-)
-
 
 def server_info() -> dict[str, str]:
     return {"name": SERVER_NAME, "title": "HomeHub", "version": SERVER_VERSION}
@@ -363,14 +354,14 @@ class ServerSession(ClientRequests, ResourceMethods):
             "protocolVersion": version,
             "capabilities": self.capabilities(),
             "serverInfo": server_info(),
-            "instructions": INSTRUCTIONS,
+            "instructions": self.tools.instructions(),
         }
 
     async def _discover(self, ctx: RequestContext) -> dict[str, Any]:
         return {
             "supportedVersions": list(SUPPORTED_VERSIONS),
             "capabilities": self.capabilities(),
-            "instructions": INSTRUCTIONS,
+            "instructions": self.tools.instructions(),
             "ttlMs": LIST_TTL_MS,
             "cacheScope": "private",
         }
