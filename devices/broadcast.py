@@ -17,10 +17,11 @@ from common.feed import announce
 logger = logging.getLogger(__name__)
 
 HOME_GROUP = "home"
+HOME_EVENT = "home.event"
 
 
 def _message(event: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "home.event", "event": event}
+    return {"type": HOME_EVENT, "event": event}
 
 
 def announce_change(event: dict[str, Any]) -> None:

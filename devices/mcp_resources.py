@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from devices import history, selectors
-from devices.broadcast import HOME_GROUP
+from devices.broadcast import HOME_EVENT, HOME_GROUP
 from devices.models import Light
 from devices.storable import is_storable
 from mcp_endpoint.resources import Prompt, PromptArgument, Resource, ResourceNotFound, ResourceTemplate
@@ -25,6 +25,7 @@ def _dumps(value: Any) -> str:
 class HomeResources:
     scope = "read"
     change_group = HOME_GROUP
+    change_type = HOME_EVENT
 
     def list_resources(self) -> list[Resource]:
         fixed = [
