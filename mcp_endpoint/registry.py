@@ -210,6 +210,43 @@ class Tool:
         self._is_async = inspect.iscoroutinefunction(self.handler)
         self._sync_handler = None if self._is_async else sync_to_async(self.handler)
 
+    @classmethod
+    def from_function(
+        cls,
+        func: Callable[..., Any],
+        *,
+        scope: str,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        read_only: bool = False,
+        destructive: bool = False,
+        idempotent: bool = False,
+        open_world: bool = False,
+    ) -> Tool:
+        """A tool from a plain function: the input model is the type of its first parameter,
+        the output model its return type; the description defaults to the docstring."""
+        hints = get_type_hints(func)
+        params = list(inspect.signature(func).parameters)
+        output_model = hints.get("return")
+        if not (isinstance(output_model, type) and issubclass(output_model, BaseModel)):
+            output_model = None
+        return cls(
+            name=name or func.__name__,
+            description=description or inspect.cleandoc(func.__doc__ or ""),
+            scope=scope,
+            input_model=hints[params[0]],
+            output_model=output_model,
+            handler=func,
+            title=title,
+            annotations={
+                "readOnlyHint": read_only,
+                "destructiveHint": destructive,
+                "idempotentHint": idempotent,
+                "openWorldHint": open_world,
+            },
+        )
+
     def definition(self) -> dict[str, Any]:
         """The tool as `tools/list` shows it."""
         data: dict[str, Any] = {"name": self.name}
@@ -322,9 +359,6 @@ class ToolRegistry:
         self._static[tool.name] = tool
         return tool
 
-    def unregister(self, name: str) -> None:
-        self._static.pop(name, None)
-
     def add_provider(self, provider: ToolProvider) -> None:
         self._providers.append(provider)
 
@@ -386,34 +420,21 @@ def tool(
     destructive: bool = False,
     idempotent: bool = False,
     open_world: bool = False,
-    target: ToolRegistry | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Declare a tool. The input model is the type of the first parameter, the output
-    model the return type; the description defaults to the docstring."""
+    """Declare a tool in the hub's registry (see `Tool.from_function`)."""
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
-        hints = get_type_hints(func)
-        params = list(inspect.signature(func).parameters)
-        input_model = hints[params[0]]
-        output_model = hints.get("return")
-        if not (isinstance(output_model, type) and issubclass(output_model, BaseModel)):
-            output_model = None
-        annotations = {
-            "readOnlyHint": read_only,
-            "destructiveHint": destructive,
-            "idempotentHint": idempotent,
-            "openWorldHint": open_world,
-        }
-        (target or registry).register(
-            Tool(
-                name=name or func.__name__,
-                description=description or inspect.cleandoc(func.__doc__ or ""),
+        registry.register(
+            Tool.from_function(
+                func,
                 scope=scope,
-                input_model=input_model,
-                output_model=output_model,
-                handler=func,
+                name=name,
                 title=title,
-                annotations=annotations,
+                description=description,
+                read_only=read_only,
+                destructive=destructive,
+                idempotent=idempotent,
+                open_world=open_world,
             )
         )
         return func
