@@ -47,7 +47,7 @@ class InsufficientScope(CallRefused):
 
 class RateLimited(CallRefused):
     def __init__(self, retry_after: float) -> None:
-        super().__init__(f"Límite de llamadas excedido para este token: reintente en {retry_after:.0f} s")
+        super().__init__(f"Rate limit exceeded for this token: retry in {retry_after:.0f} s")
         self.retry_after = retry_after
 
 
@@ -103,7 +103,7 @@ async def run_tool(tool: Tool, arguments: Any, ctx: ToolContext) -> ToolResult:
         raise
     except Exception:
         logger.exception("tool %s failed", tool.name)
-        return ToolResult(is_error=True, text=f"Error interno al ejecutar la herramienta '{tool.name}'")
+        return ToolResult(is_error=True, text=f"Internal error running tool '{tool.name}'")
 
 
 def _error_text(exc: ToolError) -> str:

@@ -52,7 +52,7 @@ async def _no_log(level: str, data: Any) -> None:
 
 
 async def _no_client_requests(method: str, params: dict[str, Any]) -> dict[str, Any]:
-    raise ClientRequestError(f"Esta conexión no permite enviar '{method}' al cliente")
+    raise ClientRequestError(f"This connection cannot send '{method}' to the client")
 
 
 async def no_close() -> None:
@@ -157,7 +157,10 @@ def _type_name(value: Any) -> str:
 
 
 def describe_validation_error(exc: ValidationError) -> str:
-    """Turn pydantic's errors into one Spanish sentence a model can act on (seed 000's style)."""
+    """Turn pydantic's errors into one sentence a model can act on. Seed 000 gives the text for
+    missing arguments ("Faltan parámetros requeridos: name, on"), so argument errors are the
+    engine's one family of Spanish texts, all in that seed's wording; the engine's own
+    messages are in English."""
     missing: list[str] = []
     unknown: list[str] = []
     invalid: list[str] = []

@@ -121,7 +121,7 @@ def test_no_answer_times_out_and_the_client_is_told(settings):
 
     sent, asked, result = async_to_sync(scenario)()
     assert result["result"]["isError"] is True
-    assert "no respondió" in result["result"]["content"][0]["text"]
+    assert "did not answer" in result["result"]["content"][0]["text"]
     cancelled = [m for m in sent if m.get("method") == "notifications/cancelled"]
     assert [m["params"]["requestId"] for m in cancelled] == [asked["id"]]
     assert len([m for m in sent if m.get("id") == 1]) == 1  # the late answer changed nothing

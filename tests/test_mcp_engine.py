@@ -505,4 +505,4 @@ def test_rate_limit_per_token_says_when_to_retry(home, settings):
 
     first, second, third = run(scenario)
     assert not first["isError"] and not second["isError"]
-    assert third["isError"] and "reintente en" in third["content"][0]["text"]
+    assert third["isError"] and "retry in" in third["content"][0]["text"]
