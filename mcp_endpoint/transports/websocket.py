@@ -70,7 +70,7 @@ class McpWebSocketConsumer(AsyncWebsocketConsumer):
 
     async def _hear_changes(self) -> None:
         """Join the change groups at the first subscription: a session that subscribes to
-        nothing need not be woken by every change in the home."""
+        nothing need not be woken by every change the apps announce."""
         if not self._hearing_changes and self.session is not None:
             self._hearing_changes = True
             for group in self.session.resources.change_groups:
