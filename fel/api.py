@@ -12,12 +12,12 @@ from django.http import FileResponse, HttpRequest
 from ninja import File, Query, Router, Schema, Status
 from ninja.files import UploadedFile
 
+from common.rest import need
 from devices.audit.models import Event
 from fel import selectors
 from fel.errors import FelError
 from fel.models import Invoice
 from fel.uploads import UploadTooLarge, process_upload
-from homehub.api import need
 
 router = Router(tags=["invoices"])
 

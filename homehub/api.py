@@ -1,9 +1,10 @@
-"""The REST API (django-ninja) at /api/: one NinjaAPI, with routers from the apps.
+"""The REST API (django-ninja) at /api/: one NinjaAPI, mounting the routers the apps define.
 
 Authentication: the Django session (the dashboard's login; unsafe methods need the CSRF
 token) or `Authorization: Bearer <token>` with the MCP tokens and their scopes (`read` for
 GETs, `control` for changes, `fel` for invoices, `devices` for agents' tools). A logged-in
-user holds every scope. Errors are JSON: `{"detail": ...}`.
+user holds every scope. The routers check scopes with `common.rest.need`. Errors are JSON:
+`{"detail": ...}`.
 """
 
 from __future__ import annotations
@@ -15,10 +16,16 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFilesSent
 from django.http import HttpRequest
 from ninja import NinjaAPI
-from ninja.errors import AuthenticationError, HttpError
+from ninja.errors import AuthenticationError
 from ninja.security import HttpBearer, SessionAuth
 
-from mcp_endpoint.registry import SCOPES
+from devices.agents.api import router as agents_router
+from devices.audit.api import router as events_router
+from devices.home.api import router as home_router
+from devices.telemetry.api import router as telemetry_router
+from fel.api import router as fel_router
+from fel.batch_api import router as batch_router
+from mcp_endpoint.scopes import scopes
 from mcp_endpoint.tokens import authenticate
 
 logger = logging.getLogger(__name__)
@@ -43,20 +50,8 @@ class UserSession(SessionAuth):
         user = super().authenticate(request, key)
         if user is not None:
             request.api_actor = user.get_username()
-            request.api_scopes = frozenset(SCOPES)
+            request.api_scopes = frozenset(scopes.names())
         return user
-
-
-class Forbidden(HttpError):
-    def __init__(self, message: str) -> None:
-        super().__init__(403, message)
-
-
-def need(request: HttpRequest, scope: str) -> str:
-    """Refuse (403) a caller whose token lacks `scope`; returns the actor for the audit trail."""
-    if scope not in getattr(request, "api_scopes", frozenset()):
-        raise Forbidden(f"This token lacks the '{scope}' scope needed here.")
-    return request.api_actor
 
 
 api = NinjaAPI(
@@ -100,20 +95,9 @@ def _server_error(request, exc):
     return api.create_response(request, {"detail": "Internal server error."}, status=500)
 
 
-def _add_routers() -> None:
-    from devices.agents.api import router as agents_router
-    from devices.audit.api import router as events_router
-    from devices.home.api import router as home_router
-    from devices.telemetry.api import router as telemetry_router
-    from fel.api import router as fel_router
-    from fel.batch_api import router as batch_router
-
-    api.add_router("/", home_router)
-    api.add_router("/", agents_router)
-    api.add_router("/", telemetry_router)
-    api.add_router("/", events_router)
-    api.add_router("/invoices/batches", batch_router)  # before /invoices/{invoice_id}
-    api.add_router("/invoices", fel_router)
-
-
-_add_routers()
+api.add_router("/", home_router)
+api.add_router("/", agents_router)
+api.add_router("/", telemetry_router)
+api.add_router("/", events_router)
+api.add_router("/invoices/batches", batch_router)  # before /invoices/{invoice_id}
+api.add_router("/invoices", fel_router)

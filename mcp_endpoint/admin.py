@@ -2,12 +2,17 @@ from django import forms
 from django.contrib import admin, messages
 
 from mcp_endpoint.models import AccessToken
-from mcp_endpoint.registry import SCOPES
+from mcp_endpoint.scopes import scopes
 from mcp_endpoint.tokens import create_token, forget, revoke_all
 
 
+def scope_choices() -> list[tuple[str, str]]:
+    """The declared scopes (apps declare theirs after this module is imported)."""
+    return [(s.name, f"{s.name}: {s.description}") for s in scopes.all()]
+
+
 class AccessTokenForm(forms.ModelForm):
-    scopes = forms.MultipleChoiceField(choices=[(s, s) for s in SCOPES], widget=forms.CheckboxSelectMultiple)
+    scopes = forms.MultipleChoiceField(choices=scope_choices, widget=forms.CheckboxSelectMultiple)
 
     class Meta:
         model = AccessToken

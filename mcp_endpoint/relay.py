@@ -23,7 +23,7 @@ from typing import Any
 
 from channels.layers import get_channel_layer
 
-from homehub.groups import keep_joined, receive_forever
+from common.groups import keep_joined, receive_forever
 
 logger = logging.getLogger(__name__)
 

@@ -26,7 +26,8 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from mcp_endpoint.models import AccessToken
-from mcp_endpoint.registry import SCOPES, Caller
+from mcp_endpoint.registry import Caller
+from mcp_endpoint.scopes import scopes as declared_scopes
 
 PREFIX = "hh_"
 LAST_USED_RESOLUTION = timedelta(minutes=1)  # do not write a row on every call
@@ -37,13 +38,8 @@ def _hash(secret: str) -> str:
 
 
 def parse_scopes(text: str | list[str]) -> list[str]:
-    """'read,control' -> ['read', 'control']; unknown scopes are a ValueError."""
-    items = text.split(",") if isinstance(text, str) else text
-    scopes = [s.strip() for s in items if s.strip()]
-    unknown = sorted(set(scopes) - set(SCOPES))
-    if unknown:
-        raise ValueError(f"unknown scope(s): {', '.join(unknown)} (known: {', '.join(SCOPES)})")
-    return [s for s in SCOPES if s in scopes]
+    """'read,control' -> ['read', 'control']; undeclared scopes are a ValueError."""
+    return declared_scopes.parse(text)
 
 
 def create_token(

@@ -2,7 +2,7 @@
 
 from django.http import JsonResponse
 
-from mcp_endpoint.registry import SCOPES
+from mcp_endpoint.scopes import scopes
 
 
 def protected_resource_metadata(request):
@@ -13,6 +13,6 @@ def protected_resource_metadata(request):
             "resource_name": "HomeHub MCP",
             "authorization_servers": [],
             "bearer_methods_supported": ["header"],
-            "scopes_supported": list(SCOPES),
+            "scopes_supported": list(scopes.names()),
         }
     )

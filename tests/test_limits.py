@@ -22,8 +22,8 @@ from devices.telemetry.ingest import Ingestor, Source
 from devices.telemetry.models import TelemetryReading
 from homehub.asgi import application
 from mcp_endpoint import jsonrpc
-from mcp_endpoint.registry import ToolContext, ToolRegistry, registry, tool
-from tests.mcp_helpers import LEGACY_INIT, Peer
+from mcp_endpoint.registry import ToolContext, ToolRegistry
+from tests.mcp_helpers import LEGACY_INIT, Peer, ToolSet, tool_on
 from tests.mqtt_support import wait_until
 
 JSON_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
@@ -149,11 +149,11 @@ class Empty(BaseModel):
     pass
 
 
-def gate_tool(reg: ToolRegistry, name: str = "gate") -> tuple[asyncio.Event, list[int]]:
+def gate_tool(reg: ToolRegistry | ToolSet, name: str = "gate") -> tuple[asyncio.Event, list[int]]:
     """A tool that waits until the returned event is set; `running` counts its calls."""
     opened, running = asyncio.Event(), []
 
-    @tool(scope="read", name=name, target=reg)
+    @tool_on(reg, scope="read", name=name)
     async def gate(args: Empty, ctx: ToolContext) -> dict:
         running.append(1)
         await opened.wait()
@@ -215,11 +215,11 @@ def test_a_batch_longer_than_the_limit_is_refused(settings):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_http_posts_past_the_limit_get_429_with_a_jsonrpc_error(make_token, settings):
+def test_http_posts_past_the_limit_get_429_with_a_jsonrpc_error(make_token, settings, extra_tools):
     settings.MCP_MAX_CONCURRENT_CALLS = 1
     settings.MCP_HTTP_JSON_RESPONSE = True
     token = make_token()
-    opened, running = gate_tool(registry, "limits_test_gate")
+    opened, running = gate_tool(extra_tools, "limits_test_gate")
 
     async def scenario():
         session = session_of(await mcp_post(token, LEGACY_INIT))
@@ -230,10 +230,7 @@ def test_http_posts_past_the_limit_get_429_with_a_jsonrpc_error(make_token, sett
         opened.set()
         return refused, await first, await mcp_post(token, PING, session)
 
-    try:
-        refused, first, after = async_to_sync(scenario)()
-    finally:
-        registry.unregister("limits_test_gate")
+    refused, first, after = async_to_sync(scenario)()
     assert refused["status"] == 429
     assert json.loads(refused["body"])["error"]["code"] == jsonrpc.TOO_MANY_REQUESTS
     assert json.loads(first["body"])["result"]["structuredContent"] == {"passed": True}

@@ -6,8 +6,8 @@ import asyncio
 from asgiref.sync import async_to_sync
 from pydantic import BaseModel
 
-from mcp_endpoint.registry import ToolContext, ToolRegistry, ToolResult, tool
-from tests.mcp_helpers import Peer, call
+from mcp_endpoint.registry import ToolContext, ToolRegistry, ToolResult
+from tests.mcp_helpers import Peer, call, tool_on
 
 
 class Question(BaseModel):
@@ -18,7 +18,7 @@ def asking_registry() -> ToolRegistry:
     """One tool that asks the client's model and reports its answer."""
     reg = ToolRegistry()
 
-    @tool(scope="read", name="ask_model", target=reg)
+    @tool_on(reg, scope="read", name="ask_model")
     async def ask_model(args: Question, ctx: ToolContext) -> ToolResult:
         answer = await ctx.request_client(
             "sampling/createMessage",
@@ -29,7 +29,7 @@ def asking_registry() -> ToolRegistry:
         )
         return ToolResult(text=f"model says: {answer['content']['text']}")
 
-    @tool(scope="read", name="ask_twice", target=reg)
+    @tool_on(reg, scope="read", name="ask_twice")
     async def ask_twice(args: Question, ctx: ToolContext) -> ToolResult:
         texts = []
         for n in (1, 2):
@@ -121,7 +121,7 @@ def test_no_answer_times_out_and_the_client_is_told(settings):
 
     sent, asked, result = async_to_sync(scenario)()
     assert result["result"]["isError"] is True
-    assert "no respondió" in result["result"]["content"][0]["text"]
+    assert "did not answer" in result["result"]["content"][0]["text"]
     cancelled = [m for m in sent if m.get("method") == "notifications/cancelled"]
     assert [m["params"]["requestId"] for m in cancelled] == [asked["id"]]
     assert len([m for m in sent if m.get("id") == 1]) == 1  # the late answer changed nothing

@@ -11,6 +11,7 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from tests.devices_support import hub
+from tests.hub_support import CONFORMANCE_SETTINGS
 
 pytestmark = pytest.mark.live
 ACCEPT = "application/json, text/event-stream"
@@ -48,7 +49,7 @@ def test_sdk_client_answers_sampling_and_elicitation(live_env, make_token, mode)
             elicited = await client.call_tool("test_elicitation", {"message": "¿quién eres?"})
             return client.protocol_version, sampled, elicited
 
-    with hub(live_env, HOMEHUB_CONFORMANCE="1") as base:
+    with hub(live_env, DJANGO_SETTINGS_MODULE=CONFORMANCE_SETTINGS) as base:
         version, sampled, elicited = async_to_sync(scenario)(base)
     assert version == ("2026-07-28" if mode == "auto" else "2025-11-25")
     assert asked == ["¿qué luces hay?", "¿quién eres?"]
@@ -166,8 +167,8 @@ def test_answers_cancellations_and_resumes_reach_the_process_running_the_call(
         return await asyncio.wait_for(scenario(a, b), 60)
 
     with (
-        hub(live_env, HOMEHUB_CONFORMANCE="1", REDIS_URL=redis_url) as a,
-        hub(live_env, HOMEHUB_CONFORMANCE="1", REDIS_URL=redis_url) as b,
+        hub(live_env, DJANGO_SETTINGS_MODULE=CONFORMANCE_SETTINGS, REDIS_URL=redis_url) as a,
+        hub(live_env, DJANGO_SETTINGS_MODULE=CONFORMANCE_SETTINGS, REDIS_URL=redis_url) as b,
     ):
         found = async_to_sync(bounded)(a, b)
 
@@ -247,7 +248,7 @@ def test_a_websocket_client_is_asked_on_its_socket(live_env, make_token):
     async def bounded(base: str):
         return await asyncio.wait_for(scenario(base), 30)
 
-    with hub(live_env, HOMEHUB_CONFORMANCE="1") as base:
+    with hub(live_env, DJANGO_SETTINGS_MODULE=CONFORMANCE_SETTINGS) as base:
         asked, result = async_to_sync(bounded)(base)
     assert asked["method"] == "sampling/createMessage"
     assert asked["params"]["messages"][0]["content"]["text"] == "¿alarma?"

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.hub_support import CONFORMANCE_SETTINGS
+
 ROOT = Path(__file__).resolve().parent.parent
 SUITE_DIR = ROOT / "tests" / "conformance"
 NODE = SUITE_DIR / "node_modules" / ".bin" / "node"
@@ -66,7 +68,7 @@ def _server_scenarios() -> set[str]:
 @pytest.fixture
 def conformance_server(live_env, request):
     """daphne over the test database, with the conformance fixtures installed."""
-    live_env["HOMEHUB_CONFORMANCE"] = "1"
+    live_env["DJANGO_SETTINGS_MODULE"] = CONFORMANCE_SETTINGS
     return request.getfixturevalue("daphne_server")
 
 

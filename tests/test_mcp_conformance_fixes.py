@@ -24,6 +24,7 @@ from mcp_endpoint.transports.http import StreamableHttpApp
 class Files:
     scope = "read"
     change_group = "files"
+    change_type = "files.change"
 
     def list_resources(self):
         return [Resource("file://note", "note", "A note", "text/plain")]

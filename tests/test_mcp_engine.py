@@ -11,8 +11,8 @@ from devices.audit.models import Event
 from devices.home.models import Light
 from mcp_endpoint import jsonrpc
 from mcp_endpoint import session as engine
-from mcp_endpoint.registry import ToolContext, ToolRegistry, tool
-from tests.mcp_helpers import MODERN_META, Peer
+from mcp_endpoint.registry import ToolContext, ToolRegistry
+from tests.mcp_helpers import MODERN_META, Peer, tool_on
 
 
 def run(coro_fn):
@@ -35,7 +35,7 @@ def make_registry(count: int = 0) -> ToolRegistry:
         def handler(args: Empty, ctx: ToolContext) -> dict:
             return {}
 
-        tool(scope="read", name=f"tool_{i:03d}", description=f"tool {i}", target=reg)(handler)
+        tool_on(reg, scope="read", name=f"tool_{i:03d}", description=f"tool {i}")(handler)
     return reg
 
 
@@ -275,7 +275,7 @@ def test_slow_tool_does_not_block_ping_and_can_be_cancelled():
     reg = ToolRegistry()
     started, outcome = asyncio.Event(), {}
 
-    @tool(scope="read", name="slow", target=reg)
+    @tool_on(reg, scope="read", name="slow")
     async def slow(args: Empty, ctx: ToolContext) -> dict:
         started.set()
         try:
@@ -312,7 +312,7 @@ def test_slow_tool_does_not_block_ping_and_can_be_cancelled():
 def test_progress_is_sent_only_with_a_token():
     reg = ToolRegistry()
 
-    @tool(scope="read", name="counter", target=reg)
+    @tool_on(reg, scope="read", name="counter")
     async def counter(args: Count, ctx: ToolContext) -> dict:
         for i in range(1, args.n + 1):
             await ctx.report_progress(i, args.n, f"{i}/{args.n}")
@@ -338,7 +338,7 @@ def test_progress_is_sent_only_with_a_token():
 def test_logging_respects_set_level():
     reg = ToolRegistry()
 
-    @tool(scope="read", name="chatty", target=reg)
+    @tool_on(reg, scope="read", name="chatty")
     async def chatty(args: Empty, ctx: ToolContext) -> dict:
         await ctx.log("info", "just saying")
         await ctx.log("error", {"problem": "x"})
@@ -360,7 +360,6 @@ def test_list_changed_reaches_initialized_sessions():
     async def scenario():
         peer = Peer(tools=reg)
         await peer.initialize()
-        reg.unregister("tool_000")
         reg.notify_changed()
         message = await peer.wait_for(lambda m: m.get("method") == "notifications/tools/list_changed")
         await peer.session.close()
@@ -372,7 +371,7 @@ def test_list_changed_reaches_initialized_sessions():
 def test_a_crashing_tool_is_an_error_result_and_the_session_goes_on():
     reg = ToolRegistry()
 
-    @tool(scope="read", name="boom", target=reg)
+    @tool_on(reg, scope="read", name="boom")
     def boom(args: Empty, ctx: ToolContext) -> dict:
         raise ZeroDivisionError("internal detail")
 
@@ -507,4 +506,4 @@ def test_rate_limit_per_token_says_when_to_retry(home, settings):
 
     first, second, third = run(scenario)
     assert not first["isError"] and not second["isError"]
-    assert third["isError"] and "reintente en" in third["content"][0]["text"]
+    assert third["isError"] and "retry in" in third["content"][0]["text"]

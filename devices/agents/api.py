@@ -9,11 +9,10 @@ from django.http import HttpRequest
 from ninja import Field, Router, Schema, Status
 from ninja.errors import HttpError
 
-from common.rest import Error, Name
+from common.rest import Error, Name, need
 from devices.agents import selectors
 from devices.agents.calls import AgentCallError, call_agent_tool
 from devices.audit.models import Event
-from homehub.api import need
 
 REST = Event.Interface.REST
 router = Router(tags=["agents"])

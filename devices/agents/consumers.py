@@ -23,9 +23,9 @@ from typing import Any
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
+from common.groups import keep_joined
 from devices.agents import agent_channels
 from devices.agents import services as agent_services
-from homehub.groups import keep_joined
 from mcp_endpoint import jsonrpc
 from mcp_endpoint.client import McpClient, McpClientError
 from mcp_endpoint.session import SERVER_NAME, SERVER_VERSION

@@ -27,10 +27,10 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from pydantic import BaseModel, ConfigDict
 
+from common.groups import keep_joined, receive_forever
 from devices.agents import agent_channels, selectors
 from devices.agents import services as agent_services
 from devices.agents.services import arecord_agent_call
-from homehub.groups import keep_joined, receive_forever
 from mcp_endpoint.registry import Caller, Tool, ToolContext, ToolError, ToolResult, registry
 
 logger = logging.getLogger(__name__)

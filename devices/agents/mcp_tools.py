@@ -8,7 +8,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from common.storable import LookupText
 from devices.agents import selectors
 from devices.agents.gateway import gateway
-from mcp_endpoint.registry import ToolContext, ToolResult, tool
+from mcp_endpoint.registry import ToolContext, ToolResult, registry, tool
+from mcp_endpoint.scopes import declare_scope
+
+declare_scope("devices", "ESP32 agents: list them and call their tools")
+registry.add_instructions(
+    "ESP32 devices offer tools of their own: list_agents shows them, call_agent_tool calls one "
+    "(each online device's tools also appear under names of their own)."
+)
 
 
 class NoArguments(BaseModel):

@@ -43,11 +43,11 @@ from typing import Any
 
 from channels.layers import get_channel_layer
 
+from common.groups import keep_joined, receive_forever
 from common.mqtt import topics
 from common.storable import storable_text
 from devices.agents import agent_channels, selectors
 from devices.agents import services as agent_services
-from homehub.groups import keep_joined, receive_forever
 from mcp_endpoint import jsonrpc
 from mcp_endpoint.client import SOMS, Dialect, McpClient, McpClientError, RemoteError
 

@@ -4,7 +4,14 @@ from pydantic import BaseModel, ConfigDict
 
 from devices.home import services, state
 from devices.home.errors import HomeError
-from mcp_endpoint.registry import ToolContext, ToolError, tool
+from mcp_endpoint.registry import ToolContext, ToolError, registry, tool
+
+registry.add_instructions(
+    "HomeHub runs a home: lights (salon, cocina, dormitorio, bano, garage), an alarm and the "
+    "presence of known people. Read the state with get_all_states (or get_presence, "
+    "get_alarm_status, list_lights_on) before changing it with set_light_state or "
+    "set_alarm_state. Every change is audited under your identity."
+)
 
 
 class NoArguments(BaseModel):

@@ -19,12 +19,12 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 
+from common.groups import keep_joined, receive_forever
 from common.mqtt import topics
 from devices.audit.changes import CHANGES_GROUP
 from devices.audit.models import Event
 from devices.home import selectors, services
 from devices.home.errors import HomeError
-from homehub.groups import keep_joined, receive_forever
 from mcp_endpoint import jsonrpc
 
 logger = logging.getLogger(__name__)

@@ -6,7 +6,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from common.storable import LookupText
 from devices.telemetry import selectors
-from mcp_endpoint.registry import ToolContext, ToolError, tool
+from mcp_endpoint.registry import ToolContext, ToolError, registry, tool
+
+registry.add_instructions(
+    "Sensors (temperature, humidity, CO2, presence...) report through MQTT: get_sensor_values "
+    "reads the latest values, get_sensor_history a sensor's recent readings."
+)
 
 
 class SensorValue(BaseModel):

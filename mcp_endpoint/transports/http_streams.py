@@ -160,7 +160,7 @@ async def forward_changes(session: ServerSession, session_id: str | None = None,
     is reloaded from the database before each event is matched against them.
     """
     layer = get_channel_layer()
-    groups = session.resources.change_groups
+    groups, types = session.resources.change_groups, session.resources.change_types
     if layer is None or not groups:
         return
     channel = await layer.new_channel()
@@ -170,7 +170,7 @@ async def forward_changes(session: ServerSession, session_id: str | None = None,
         while True:
             message = await layer.receive(channel)
             event = message.get("event")
-            if not isinstance(event, dict):
+            if message.get("type") not in types or not isinstance(event, dict):
                 continue
             if session_id is not None:
                 state = await _aload_session(session_id, token)

@@ -4,7 +4,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from mcp_endpoint.registry import SCOPES
+from mcp_endpoint.scopes import scopes as declared_scopes
 from mcp_endpoint.tokens import create_token, parse_scopes
 
 
@@ -13,7 +13,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("name", help="Who or what the token is for (shown in the audit trail).")
-        parser.add_argument("--scopes", default="read", help=f"Comma-separated, of {','.join(SCOPES)}.")
+        parser.add_argument(
+            "--scopes", default="read", help=f"Comma-separated, of {','.join(declared_scopes.names())}."
+        )
         parser.add_argument("--owner", help="Username of the person responsible for the token.")
         parser.add_argument("--expires-days", type=float, help="Expire the token after this many days.")
 
