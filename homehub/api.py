@@ -9,11 +9,11 @@ user holds every scope. Errors are JSON: `{"detail": ...}`.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFilesSent
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError
 from ninja.security import HttpBearer, SessionAuth
@@ -24,27 +24,33 @@ from mcp_endpoint.tokens import authenticate
 logger = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class Caller:
+    """Who calls and what they may do: what an authenticator returns, so django-ninja keeps
+    it as `request.auth` for `need`."""
+
+    actor: str
+    scopes: frozenset[str]
+
+
 class TokenAuth(HttpBearer):
     """`Authorization: Bearer hh_...`, an MCP access token."""
 
-    def authenticate(self, request: HttpRequest, token: str) -> Any:
+    def authenticate(self, request: HttpRequest, token: str) -> Caller | None:
         found = authenticate(token)
         if found is None:
             return None
-        request.api_actor = found.name
-        request.api_scopes = frozenset(found.scopes)
-        return found
+        return Caller(actor=found.name, scopes=frozenset(found.scopes))
 
 
 class UserSession(SessionAuth):
     """The dashboard's session: a homeowner who is logged in may do everything."""
 
-    def authenticate(self, request: HttpRequest, key: str | None) -> Any:
+    def authenticate(self, request: HttpRequest, key: str | None) -> Caller | None:
         user = super().authenticate(request, key)
-        if user is not None:
-            request.api_actor = user.get_username()
-            request.api_scopes = frozenset(SCOPES)
-        return user
+        if user is None:
+            return None
+        return Caller(actor=user.get_username(), scopes=frozenset(SCOPES))
 
 
 class Forbidden(HttpError):
@@ -54,9 +60,10 @@ class Forbidden(HttpError):
 
 def need(request: HttpRequest, scope: str) -> str:
     """Refuse (403) a caller whose token lacks `scope`; returns the actor for the audit trail."""
-    if scope not in getattr(request, "api_scopes", frozenset()):
+    caller = getattr(request, "auth", None)
+    if not isinstance(caller, Caller) or scope not in caller.scopes:
         raise Forbidden(f"This token lacks the '{scope}' scope needed here.")
-    return request.api_actor
+    return caller.actor
 
 
 api = NinjaAPI(
@@ -73,7 +80,7 @@ api = NinjaAPI(
 
 
 @api.exception_handler(AuthenticationError)
-def _unauthorized(request, exc):
+def _unauthorized(request: HttpRequest, exc: Exception) -> HttpResponse:
     response = api.create_response(
         request,
         {"detail": "Authentication required: log in or send 'Authorization: Bearer <token>'."},
@@ -84,18 +91,18 @@ def _unauthorized(request, exc):
 
 
 @api.exception_handler(RequestDataTooBig)
-def _too_big(request, exc):
+def _too_big(request: HttpRequest, exc: Exception) -> HttpResponse:
     return api.create_response(request, {"detail": "The request body is too large."}, status=413)
 
 
 @api.exception_handler(TooManyFilesSent)
-def _too_many_files(request, exc):
+def _too_many_files(request: HttpRequest, exc: Exception) -> HttpResponse:
     detail = f"Too many files in one request (at most {settings.DATA_UPLOAD_MAX_NUMBER_FILES})."
     return api.create_response(request, {"detail": detail}, status=413)
 
 
 @api.exception_handler(Exception)
-def _server_error(request, exc):
+def _server_error(request: HttpRequest, exc: Exception) -> HttpResponse:
     logger.exception("API error on %s %s", request.method, request.path)
     return api.create_response(request, {"detail": "Internal server error."}, status=500)
 

@@ -14,6 +14,7 @@ from django.conf import settings
 from prometheus_client import REGISTRY, CollectorRegistry, generate_latest, multiprocess
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 from devices.metrics import DevicesCollector
 from mcp_endpoint.metrics import SessionsCollector
@@ -26,7 +27,7 @@ class DatabaseFigures:
     `homehub_metrics_database_ok` says so, instead of the scrape failing."""
 
     def __init__(self) -> None:
-        self.collectors = [SessionsCollector(), DevicesCollector()]
+        self.collectors: list[Collector] = [SessionsCollector(), DevicesCollector()]
 
     def collect(self) -> Iterator[Metric]:
         figures: list[Metric] = []
