@@ -206,8 +206,10 @@ class Tool:
             self.input_schema = _clean_schema(self.input_model.model_json_schema())
         if self.output_schema is None and self.output_model is not None:
             self.output_schema = _clean_schema(self.output_model.model_json_schema())
-        self._is_async = inspect.iscoroutinefunction(self.handler)
-        self._sync_handler = None if self._is_async else sync_to_async(self.handler)
+        # A plain function runs in a thread; None for a coroutine function, awaited as it is.
+        self._sync_handler = (
+            None if inspect.iscoroutinefunction(self.handler) else sync_to_async(self.handler)
+        )
 
     def definition(self) -> dict[str, Any]:
         """The tool as `tools/list` shows it."""
@@ -241,7 +243,7 @@ class Tool:
     async def call(self, arguments: Any, ctx: ToolContext) -> ToolResult:
         """Validate, run, and shape the result. Raises ToolError for model-actionable failures."""
         params = self.parse_arguments(arguments)
-        if self._is_async:
+        if self._sync_handler is None:
             value = await self.handler(params, ctx)
         else:
             value = await self._sync_handler(params, ctx)
@@ -255,20 +257,21 @@ class Tool:
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """Drop pydantic's decorative `title`s so the schema reads like a hand-written one."""
 
-    def clean(node: Any) -> Any:
-        if not isinstance(node, dict):
-            return node
+    def clean(node: dict[str, Any]) -> dict[str, Any]:
         out = {k: v for k, v in node.items() if not (k == "title" and isinstance(v, str))}
         for key in ("properties", "$defs"):  # mappings of name -> schema
             if isinstance(out.get(key), dict):
-                out[key] = {name: clean(sub) for name, sub in out[key].items()}
+                out[key] = {name: clean_any(sub) for name, sub in out[key].items()}
         for key in ("items", "additionalProperties", "not"):
             if isinstance(out.get(key), dict):
                 out[key] = clean(out[key])
         for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
             if isinstance(out.get(key), list):
-                out[key] = [clean(sub) for sub in out[key]]
+                out[key] = [clean_any(sub) for sub in out[key]]
         return out
+
+    def clean_any(node: Any) -> Any:
+        return clean(node) if isinstance(node, dict) else node
 
     cleaned = clean(schema)
     cleaned.setdefault("properties", {})
