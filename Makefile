@@ -52,6 +52,7 @@ test: $(VENV)/.installed-dev system-deps $(CONFORMANCE)/node_modules/.installed 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 format: $(VENV)/.installed-dev
 	$(BIN)/ruff format .
