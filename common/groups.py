@@ -13,11 +13,21 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+from channels.layers import BaseChannelLayer, get_channel_layer
 from django.conf import settings
 
 logger = logging.getLogger(__name__)
 
 MAX_REJOIN_SECONDS = 3600.0
+
+
+def channel_layer() -> BaseChannelLayer:
+    """The hub's channel layer, which settings always configure (the database layer, or
+    Redis's): for the listeners that cannot work without one."""
+    layer = get_channel_layer()
+    if layer is None:
+        raise RuntimeError("CHANNEL_LAYERS has no default layer")
+    return layer
 
 
 def rejoin_seconds() -> float:

@@ -35,6 +35,7 @@ import json
 import logging
 import os
 import queue
+import re
 import secrets
 import socket
 import threading
@@ -86,7 +87,7 @@ class DatabaseChannelLayer(BaseChannelLayer):
         self,
         expiry: int = 60,
         capacity: int = 100,
-        channel_capacity: dict[str, int] | None = None,
+        channel_capacity: dict[re.Pattern[str] | str, int] | None = None,
         database: str = "default",
         poll_seconds: float = 0.05,
         beat_seconds: float = 2.0,

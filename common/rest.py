@@ -5,6 +5,7 @@ read in the hub's time zone."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -24,6 +25,15 @@ class Error(Schema):
     detail: Any
 
 
+@dataclass(frozen=True)
+class RestCaller:
+    """Who calls and what they may do: what `homehub.api`'s authenticators return, so that
+    django-ninja keeps it as `request.auth` for `need`."""
+
+    actor: str
+    scopes: frozenset[str]
+
+
 class Forbidden(HttpError):
     def __init__(self, message: str) -> None:
         super().__init__(403, message)
@@ -31,9 +41,10 @@ class Forbidden(HttpError):
 
 def need(request: HttpRequest, scope: str) -> str:
     """Refuse (403) a caller whose token lacks `scope`; returns the actor for the audit trail."""
-    if scope not in getattr(request, "api_scopes", frozenset()):
+    caller = getattr(request, "auth", None)
+    if not isinstance(caller, RestCaller) or scope not in caller.scopes:
         raise Forbidden(f"This token lacks the '{scope}' scope needed here.")
-    return request.api_actor
+    return caller.actor
 
 
 def aware(value: datetime | None) -> datetime | None:

@@ -6,6 +6,7 @@ them (fetch with `Accept: application/json`, live updates over `/ws/home/`)."""
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -171,11 +172,12 @@ def _agents_with_forms() -> list[dict]:
 
 @login_required
 def devices(request: HttpRequest) -> HttpResponse:
-    context = {"page": "devices"}
+    context: dict[str, Any] = {"page": "devices"}
     if request.method == "POST":
         agent_id, tool_name = request.POST.get("agent_id", ""), request.POST.get("tool", "")
         tool = agents_reads.agent_tool(agent_id, tool_name)
-        status, result = 200, None
+        status = 200
+        result: dict[str, Any]
         if tool is None:
             status, result = 404, {"error": f"Agent '{agent_id}' has no tool '{tool_name}'."}
         else:

@@ -95,7 +95,9 @@ def _before_shutdown():
 if "twisted.internet.reactor" in sys.modules:  # daphne installed its reactor: served by daphne
     from twisted.internet import reactor
 
-    reactor.addSystemEventTrigger("before", "shutdown", _before_shutdown)
+    # Twisted declares its interfaces' methods without `self`, for the mypy-zope plugin: mypy
+    # alone shifts the arguments by one.
+    reactor.addSystemEventTrigger("before", "shutdown", _before_shutdown)  # type: ignore[arg-type]
 
 
 @atexit.register

@@ -1,5 +1,7 @@
 from django import forms
 from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 from mcp_endpoint.models import AccessToken
 from mcp_endpoint.scopes import scopes
@@ -43,7 +45,7 @@ class AccessTokenAdmin(admin.ModelAdmin):
     def scope_list(self, obj: AccessToken) -> str:
         return ", ".join(obj.scopes)
 
-    def save_model(self, request, obj, form, change):
+    def save_model(self, request: HttpRequest, obj: AccessToken, form: AccessTokenForm, change: bool) -> None:
         if change:
             super().save_model(request, obj, form, change)
             forget([obj.key_id])  # a revocation or expiry set here applies at once
@@ -60,6 +62,6 @@ class AccessTokenAdmin(admin.ModelAdmin):
         )
 
     @admin.action(description="Revoke selected tokens")
-    def revoke(self, request, queryset):
+    def revoke(self, request: HttpRequest, queryset: QuerySet[AccessToken]) -> None:
         count = revoke_all(queryset)
         self.message_user(request, f"{count} token(s) revoked.", messages.SUCCESS)

@@ -210,8 +210,10 @@ class Tool:
             self.input_schema = _clean_schema(self.input_model.model_json_schema())
         if self.output_schema is None and self.output_model is not None:
             self.output_schema = _clean_schema(self.output_model.model_json_schema())
-        self._is_async = inspect.iscoroutinefunction(self.handler)
-        self._sync_handler = None if self._is_async else sync_to_async(self.handler)
+        # A plain function runs in a thread; None for a coroutine function, awaited as it is.
+        self._sync_handler = (
+            None if inspect.iscoroutinefunction(self.handler) else sync_to_async(self.handler)
+        )
 
     @classmethod
     def from_function(
@@ -226,12 +228,15 @@ class Tool:
         destructive: bool = False,
         idempotent: bool = False,
         open_world: bool = False,
+        output: type[BaseModel] | None = None,
     ) -> Tool:
         """A tool from a plain function: the input model is the type of its first parameter,
-        the output model its return type; the description defaults to the docstring."""
+        the output model its return type, or `output` for a function that returns a plain dict
+        (a TypedDict its selector gives, sent as it is: no model is built per call); the
+        description defaults to the docstring."""
         hints = get_type_hints(func)
         params = list(inspect.signature(func).parameters)
-        output_model = hints.get("return")
+        output_model = output or hints.get("return")
         if not (isinstance(output_model, type) and issubclass(output_model, BaseModel)):
             output_model = None
         return cls(
@@ -282,7 +287,7 @@ class Tool:
     async def call(self, arguments: Any, ctx: ToolContext) -> ToolResult:
         """Validate, run, and shape the result. Raises ToolError for model-actionable failures."""
         params = self.parse_arguments(arguments)
-        if self._is_async:
+        if self._sync_handler is None:
             value = await self.handler(params, ctx)
         else:
             value = await self._sync_handler(params, ctx)
@@ -296,20 +301,21 @@ class Tool:
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """Drop pydantic's decorative `title`s so the schema reads like a hand-written one."""
 
-    def clean(node: Any) -> Any:
-        if not isinstance(node, dict):
-            return node
+    def clean(node: dict[str, Any]) -> dict[str, Any]:
         out = {k: v for k, v in node.items() if not (k == "title" and isinstance(v, str))}
         for key in ("properties", "$defs"):  # mappings of name -> schema
             if isinstance(out.get(key), dict):
-                out[key] = {name: clean(sub) for name, sub in out[key].items()}
+                out[key] = {name: clean_any(sub) for name, sub in out[key].items()}
         for key in ("items", "additionalProperties", "not"):
             if isinstance(out.get(key), dict):
                 out[key] = clean(out[key])
         for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
             if isinstance(out.get(key), list):
-                out[key] = [clean(sub) for sub in out[key]]
+                out[key] = [clean_any(sub) for sub in out[key]]
         return out
+
+    def clean_any(node: Any) -> Any:
+        return clean(node) if isinstance(node, dict) else node
 
     cleaned = clean(schema)
     cleaned.setdefault("properties", {})
@@ -423,6 +429,7 @@ def tool(
     destructive: bool = False,
     idempotent: bool = False,
     open_world: bool = False,
+    output: type[BaseModel] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare a tool in the hub's registry (see `Tool.from_function`)."""
 
@@ -438,6 +445,7 @@ def tool(
                 destructive=destructive,
                 idempotent=idempotent,
                 open_world=open_world,
+                output=output,
             )
         )
         return func

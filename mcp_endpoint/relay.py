@@ -40,7 +40,7 @@ class _Listener:
 
     def __init__(self) -> None:
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.tasks: list[asyncio.Task] = []
+        self.tasks: list[asyncio.Task[None]] = []
         self.lock: asyncio.Lock | None = None
 
     async def ensure(self) -> None:

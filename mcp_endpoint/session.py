@@ -49,12 +49,23 @@ from mcp_endpoint.protocol import (
     STATELESS_VERSIONS,
     SUPPORTED_VERSIONS,
     CloseStream,
+    Outgoing,
     RequestContext,
     Send,
+    SendOutgoing,
     SessionState,
     cacheable,
 )
-from mcp_endpoint.registry import Caller, ToolContext, ToolRegistry, ToolResult, no_close, registry
+from mcp_endpoint.registry import (
+    Caller,
+    LogSender,
+    ProgressSender,
+    ToolContext,
+    ToolRegistry,
+    ToolResult,
+    no_close,
+    registry,
+)
 from mcp_endpoint.resources import ResourceRegistry, resources
 from mcp_endpoint.session_requests import ClientRequests, quietly
 from mcp_endpoint.session_resources import ResourceMethods
@@ -96,7 +107,7 @@ class ServerSession(ClientRequests, ResourceMethods):
     def __init__(
         self,
         caller: Caller,
-        send: Send,
+        send: SendOutgoing,
         *,
         tools: ToolRegistry = registry,
         state: SessionState | None = None,
@@ -107,14 +118,14 @@ class ServerSession(ClientRequests, ResourceMethods):
         self.tools = tools
         self.resources = resource_registry
         self.state = state or SessionState()
-        self._in_flight: dict[jsonrpc.RequestId, asyncio.Task] = {}
+        self._in_flight: dict[jsonrpc.RequestId, asyncio.Task[None]] = {}
         # Where answers and cancellations for this session's work are routed (see `relay`):
         # the HTTP session id, whose POSTs may reach any process; a private name otherwise.
         self.relay_id: str | None = None
         self._local_id: str | None = None  # made when first needed
         self.can_ask_client = True  # False where the client cannot hear a request (JSON responses)
         self.listens = ListenStreams()  # 2026-07-28 subscriptions/listen streams
-        self._sending: set[asyncio.Task] = set()
+        self._sending: set[asyncio.Task[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._listening = False
         # Awaited before `resources/subscribe` answers: a stream transport starts hearing
@@ -126,7 +137,7 @@ class ServerSession(ClientRequests, ResourceMethods):
     async def receive(self, raw: str | bytes | Any, *, parsed: bool = False) -> None:
         """Stream transports: take one frame; every answer goes out through `send`."""
         try:
-            message = raw if parsed else jsonrpc.parse(raw)
+            message: Any = raw if parsed else jsonrpc.parse(raw)
         except JsonRpcError as exc:
             await self.send(jsonrpc.error_response(None, exc))
             return
@@ -145,7 +156,7 @@ class ServerSession(ClientRequests, ResourceMethods):
                     return
                 task = asyncio.ensure_future(self._answer_cancellable(message))
                 self._in_flight[request_id] = task
-                task.add_done_callback(lambda _t, rid=request_id: self._in_flight.pop(rid, None))
+                task.add_done_callback(lambda _t: self._in_flight.pop(request_id, None))
                 return
         await self._answer(message)
 
@@ -162,7 +173,7 @@ class ServerSession(ClientRequests, ResourceMethods):
 
     async def handle(
         self, message: Any, *, notify: Send | None = None, close_stream: CloseStream | None = None
-    ) -> dict | list | None:
+    ) -> Outgoing | None:
         """One parsed message (or batch) in, its response out (None when nothing is owed)."""
         notify = notify or self.send
         if isinstance(message, list):
@@ -171,7 +182,7 @@ class ServerSession(ClientRequests, ResourceMethods):
 
     async def handle_cancellable(
         self, message: Any, *, notify: Send | None = None, close_stream: CloseStream | None = None
-    ) -> dict | list | None:
+    ) -> Outgoing | None:
         """`handle`, in the current task, but a `notifications/cancelled` for the request,
         received by any process serving this session, stops it: the answer is then None
         (none is owed)."""
@@ -188,7 +199,7 @@ class ServerSession(ClientRequests, ResourceMethods):
                 return None
 
     @contextmanager
-    def cancellable(self, message: Any, task: asyncio.Task) -> Iterator[CancelWatch]:
+    def cancellable(self, message: Any, task: asyncio.Task[Any]) -> Iterator[CancelWatch]:
         """While the block runs, a `notifications/cancelled` for `message` (a request) cancels
         `task`; the watch says whether that happened."""
         watch = CancelWatch()
@@ -218,7 +229,7 @@ class ServerSession(ClientRequests, ResourceMethods):
 
     # --- dispatch --------------------------------------------------------------------------
 
-    async def _handle_batch(self, batch: list, notify: Send) -> list | dict | None:
+    async def _handle_batch(self, batch: list[Any], notify: Send) -> Outgoing | None:
         if self.state.protocol_version != BATCH_VERSION:
             version = self.state.protocol_version or "this session"
             return jsonrpc.error_response(
@@ -245,7 +256,7 @@ class ServerSession(ClientRequests, ResourceMethods):
 
     async def _handle_one(
         self, message: Any, notify: Send, close_stream: CloseStream | None = None
-    ) -> dict | None:
+    ) -> dict[str, Any] | None:
         try:
             kind = jsonrpc.classify(message)
         except JsonRpcError as exc:
@@ -442,7 +453,7 @@ class ServerSession(ClientRequests, ResourceMethods):
             return ctx.input_rounds.result(asked)
         return outcome.as_mcp()
 
-    def _progress_sender(self, ctx: RequestContext):
+    def _progress_sender(self, ctx: RequestContext) -> ProgressSender:
         token = ctx.progress_token
 
         async def send_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -457,7 +468,7 @@ class ServerSession(ClientRequests, ResourceMethods):
 
         return send_progress
 
-    def _log_sender(self, ctx: RequestContext):
+    def _log_sender(self, ctx: RequestContext) -> LogSender:
         threshold = LOG_LEVELS.index(ctx.log_level) if ctx.log_level else len(LOG_LEVELS)
 
         async def send_log(level: str, data: Any) -> None:

@@ -14,6 +14,7 @@ import asyncio
 import logging
 import secrets
 import uuid
+from contextlib import AbstractContextManager
 from typing import Any
 
 from django.conf import settings
@@ -110,7 +111,7 @@ class ClientRequests:
             self._local_id = f"local:{uuid.uuid4().hex}"
         return self._local_id
 
-    def _expecting(self, kind: str, key: relay.Key, handler: relay.Handler):
+    def _expecting(self, kind: str, key: relay.Key, handler: relay.Handler) -> AbstractContextManager[None]:
         return relay.expecting(kind, self._relay_name, key, handler)
 
     async def _deliver(self, kind: str, key: relay.Key, payload: Any) -> None:

@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -43,7 +44,7 @@ def parse_scopes(text: str | list[str]) -> list[str]:
 
 
 def create_token(
-    name: str, scopes: list[str], *, owner=None, expires_at: datetime | None = None
+    name: str, scopes: list[str], *, owner: User | None = None, expires_at: datetime | None = None
 ) -> tuple[AccessToken, str]:
     """Create a token; returns the row and the secret string, which is shown once only."""
     key_id = secrets.token_hex(6)

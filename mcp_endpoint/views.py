@@ -1,11 +1,11 @@
 """OAuth 2.0 protected-resource metadata (RFC 9728) for `/mcp`."""
 
-from django.http import JsonResponse
+from django.http import HttpRequest, JsonResponse
 
 from mcp_endpoint.scopes import scopes
 
 
-def protected_resource_metadata(request):
+def protected_resource_metadata(request: HttpRequest) -> JsonResponse:
     base = f"{request.scheme}://{request.get_host()}"
     return JsonResponse(
         {

@@ -131,3 +131,29 @@ def test_dns_rebinding_host_is_refused(settings):
     async_to_sync(StreamableHttpApp())(scope, receive, send)
     assert sent[0]["status"] == 403
     assert b"host not allowed" in sent[1]["body"]
+
+
+def test_an_initialize_notification_is_accepted_without_a_session(make_token):
+    """Like any notification, an `initialize` without an id is owed no answer: 202, no session."""
+    token = make_token()
+    init = {"jsonrpc": "2.0", "method": "initialize", "params": {"protocolVersion": "2025-06-18"}}
+    sent = []
+
+    async def receive():
+        return {"type": "http.request", "body": json.dumps(init).encode(), "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    headers = {"host": "127.0.0.1", "authorization": f"Bearer {token}", "content-type": "application/json"}
+    headers["accept"] = "application/json, text/event-stream"
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/mcp",
+        "headers": [(k.encode(), v.encode()) for k, v in headers.items()],
+    }
+    async_to_sync(StreamableHttpApp())(scope, receive, send)
+    assert sent[0]["status"] == 202
+    assert b"mcp-session-id" not in dict(sent[0]["headers"])
+    assert sent[1]["body"] == b""

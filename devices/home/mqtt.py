@@ -17,9 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
 
-from common.groups import keep_joined, receive_forever
+from common.groups import channel_layer, keep_joined, receive_forever
 from common.mqtt import topics
 from devices.audit.changes import CHANGES_GROUP
 from devices.audit.models import Event
@@ -68,7 +67,7 @@ class HomeBridge:
         self._tasks: list[asyncio.Task[Any]] = []
 
     async def start(self) -> None:
-        layer = get_channel_layer()
+        layer = channel_layer()
         channel = await layer.new_channel()
         await layer.group_add(CHANGES_GROUP, channel)
         self._tasks = [

@@ -64,10 +64,6 @@ class Worker:
         self.client = make_client(config, will=self.will)
         self.client.on_connect = self._on_connect
         self.client.on_disconnect = self._on_disconnect
-        self.client.on_message = lambda client, userdata, message: self._handle(self.own, message)
-        self.client.on_subscribe = lambda client, userdata, mid, codes, properties: self.watch.on_suback(
-            mid, codes
-        )
         self.own = Source(config.client_id, self.client.ack)
         self.ingestor = Ingestor(
             self._on_stored,
@@ -81,6 +77,10 @@ class Worker:
             self._subscriptions(),
             username=config.username,
             probe_timeout=settings.MQTT_PROBE_TIMEOUT_SECONDS,
+        )
+        self.client.on_message = lambda client, userdata, message: self._handle(self.own, message)
+        self.client.on_subscribe = lambda client, userdata, mid, codes, properties: self.watch.on_suback(
+            mid, codes
         )
         self.adoption = Adoption(
             config,

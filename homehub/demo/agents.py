@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import threading
 import time
@@ -95,7 +96,7 @@ class DemoAgents:
                     zone=a.room.zone,
                     heartbeat=HEARTBEAT_SECONDS,
                     telemetry_seconds=READING_SECONDS,
-                    values=lambda channel, at, room=a.room: room.value(channel, at, tz),
+                    values=functools.partial(a.room.value, tz=tz),
                 )
                 for a in agents
                 if a.transport == Agent.Transport.MQTT

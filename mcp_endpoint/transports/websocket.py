@@ -14,6 +14,7 @@ from django.conf import settings
 from mcp_endpoint import jsonrpc
 from mcp_endpoint.db_upkeep import tidy_connections
 from mcp_endpoint.metrics import WEBSOCKET_CONNECTIONS
+from mcp_endpoint.protocol import Outgoing
 from mcp_endpoint.session import ServerSession
 from mcp_endpoint.tokens import aauthenticate, bearer_token, caller_for
 from mcp_endpoint.transports.asgi_http import Request, origin_allowed
@@ -43,7 +44,8 @@ class McpWebSocketConsumer(AsyncWebsocketConsumer):
             return
         raw = bearer_token(request.headers.get("authorization"))
         if raw is None:
-            raw = (parse_qs(request.query).get("token") or [None])[0]
+            tokens = parse_qs(request.query).get("token")
+            raw = tokens[0] if tokens else None
         token = await aauthenticate(raw)
         if token is None:
             await self.close(code=CLOSE_POLICY_VIOLATION)
@@ -91,7 +93,7 @@ class McpWebSocketConsumer(AsyncWebsocketConsumer):
         await tidy_connections()
         await handler(message)
 
-    async def _send_message(self, message: dict[str, Any]) -> None:
+    async def _send_message(self, message: Outgoing) -> None:
         await self.send(text_data=jsonrpc.dumps(message))
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:

@@ -5,7 +5,7 @@ import logging
 import sys
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from mcp_endpoint.registry import Caller, registry
 from mcp_endpoint.scopes import scopes as declared_scopes
@@ -21,7 +21,7 @@ class Command(BaseCommand):
         "simplified line protocol with --protocol simple. Logs go to stderr."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--protocol", choices=["jsonrpc", "simple"], default="jsonrpc")
         parser.add_argument(
             "--scopes",
@@ -29,7 +29,7 @@ class Command(BaseCommand):
             help="Comma-separated scopes this server grants (default: all of %(default)s).",
         )
 
-    def handle(self, *args, protocol: str = "jsonrpc", scopes: str = "", **options):
+    def handle(self, *args: object, protocol: str = "jsonrpc", scopes: str = "", **options: object) -> None:
         granted = frozenset(s.strip() for s in scopes.split(",") if s.strip())
         unknown = {s for s in granted if s not in declared_scopes}
         if unknown:
