@@ -3,6 +3,7 @@
 import asyncio
 import re
 import signal
+import subprocess
 import socket
 import time
 from datetime import UTC, datetime, timedelta
@@ -62,8 +63,13 @@ def test_the_demo_lives_answers_an_llm_and_stops_on_ctrl_c(live_env):
         volume, co2 = async_to_sync(_llm_calls)(demo.base, token)
     finally:
         demo.proc.send_signal(signal.SIGINT)  # Ctrl-C
-        exit_code = demo.proc.wait(20)
-        demo.close()
+        try:
+            exit_code = demo.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            demo.stop(kill=True)  # never left running to write into the next tests' database
+            raise
+        finally:
+            demo.close()
 
     assert volume.is_error is False and volume.content[0].text == "true"
     assert co2.is_error is False and re.fullmatch(r"co2=\d+(\.\d+)?ppm", co2.content[0].text)
