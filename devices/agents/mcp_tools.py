@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from common.storable import LookupText
 from devices.agents import selectors
-from devices.agents.gateway import gateway
+from devices.agents.gateway import as_tool_result, gateway
 from mcp_endpoint.registry import ToolContext, ToolResult, tool
 
 
@@ -63,4 +63,4 @@ def list_agents(args: NoArguments, ctx: ToolContext) -> AgentList:
 @tool(scope="devices", open_world=True)
 async def call_agent_tool(args: CallAgentToolInput, ctx: ToolContext) -> ToolResult:
     """Calls one tool of an online ESP32 agent and returns the device's answer"""
-    return await gateway.call(args.agent_id, args.tool, args.arguments, ctx.caller)
+    return await as_tool_result(gateway.call(args.agent_id, args.tool, args.arguments, ctx.caller))
