@@ -44,6 +44,7 @@ from collections import deque
 from datetime import timedelta
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from channels.exceptions import ChannelFull
 from channels.layers import BaseChannelLayer
 from django.db import close_old_connections, connections, transaction
@@ -178,7 +179,7 @@ class DatabaseChannelLayer(BaseChannelLayer):
         """Stop hearing the others: what waits is written and the process leaves the registry."""
         feed, self._feed = self._feed, None
         if feed is not None:
-            await asyncio.to_thread(feed.stop)
+            await sync_to_async(feed.stop, thread_sensitive=False)()
 
     # --- from sync code --------------------------------------------------------------------
 

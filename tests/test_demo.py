@@ -3,8 +3,8 @@
 import asyncio
 import re
 import signal
-import subprocess
 import socket
+import subprocess
 import time
 from datetime import UTC, datetime, timedelta
 

@@ -25,7 +25,7 @@ def _owners(transactional_db, monkeypatch, *, crossing: bool) -> list[str]:
         group_add = layer.group_add
 
         async def join(group: str, channel: str) -> None:
-            if crossing and channel == w1._channel and group == agent_channels.agent_group(AGENT):
+            if crossing and channel == w1.channel and group == agent_channels.agent_group(AGENT):
                 # The agent's second announcement, at another worker, goes all the way
                 # through (its "taken over" word sent before w1 is in the group to hear it).
                 await w2.on_announcement(ANNOUNCEMENT)
@@ -36,7 +36,7 @@ def _owners(transactional_db, monkeypatch, *, crossing: bool) -> list[str]:
         if not crossing:
             await w2.on_announcement(ANNOUNCEMENT)
         await asyncio.sleep(0.3)  # the "taken over" words delivered and heard
-        owners = [w.owner for w in (w1, w2) if AGENT in w._links]
+        owners = [w.owner for w in (w1, w2) if AGENT in w.links]
         await w1.stop()
         await w2.stop()
         return owners

@@ -14,6 +14,7 @@ import time
 from datetime import tzinfo
 
 import paho.mqtt.client as mqtt
+from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 from paho.mqtt.enums import CallbackAPIVersion
 
@@ -130,8 +131,8 @@ class DemoAgents:
             with contextlib.suppress(Exception):
                 await device.close()
         for agent in self._mqtt:
-            await asyncio.to_thread(_leave, agent)
-        await asyncio.to_thread(self._sensors.stop)
+            await sync_to_async(_leave, thread_sensitive=False)(agent)
+        await sync_to_async(self._sensors.stop, thread_sensitive=False)()
 
 
 def _leave(agent: SimulatedMqttAgent) -> None:
