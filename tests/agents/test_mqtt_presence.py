@@ -14,10 +14,10 @@ from devices.agents.models import Agent, AgentTool
 from devices.agents.mqtt_link import HEARD_RECENTLY_SECONDS
 from devices.audit.models import Event
 from devices.mqtt.simulator import SimulatedMqttAgent
+from tests.agents.test_devices_gateway import http_call
+from tests.agents.test_mqtt_agents import text_of
 from tests.devices_support import hub
 from tests.mqtt_support import broker, wait_until
-from tests.test_devices_gateway import http_call
-from tests.test_mqtt_agents import text_of
 
 pytestmark = pytest.mark.live
 

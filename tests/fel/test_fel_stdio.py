@@ -11,7 +11,7 @@ import pytest
 
 from tests.fel_support import BROKEN, FIXTURES, SAT_SAMPLE
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.live
 
 INIT = '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}'

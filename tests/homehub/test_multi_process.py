@@ -15,13 +15,13 @@ from devices.audit.models import Event
 from devices.mqtt.models import MqttWorker
 from devices.mqtt.simulator import SimulatedMqttAgent
 from devices.telemetry.models import TelemetryReading
+from tests.agents.test_devices_gateway import http_call, http_request
 from tests.devices_support import device_url
 from tests.hub_support import running_hub
+from tests.mcp_endpoint.test_mcp_http import INIT, post, result_of
 from tests.mcp_helpers import call
+from tests.mqtt.test_mqtt_worker import counted
 from tests.mqtt_support import Process, broker, client, publish_all, readings, wait_until, worker, worker_env
-from tests.test_devices_gateway import http_call, http_request
-from tests.test_mcp_http import INIT, post, result_of
-from tests.test_mqtt_worker import counted
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(180)]
 MAC = "aa:bb:cc:00:00:4d"

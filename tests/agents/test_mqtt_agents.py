@@ -11,9 +11,9 @@ from devices.audit.models import Event
 from devices.home.models import Light
 from devices.mqtt.simulator import SimulatedMqttAgent
 from devices.telemetry.models import RejectedMessage
+from tests.agents.test_devices_gateway import http_call, http_request
 from tests.devices_support import hub
 from tests.mqtt_support import Process, broker, client, publish_all, wait_until, worker_env
-from tests.test_devices_gateway import http_call, http_request
 
 pytestmark = pytest.mark.live
 LED = "esp32_01__set_led_color"

@@ -14,9 +14,9 @@ import pytest
 from devices.mqtt.models import MqttWorker
 from devices.telemetry.models import TelemetryReading
 from tests.devices_support import hub
+from tests.homehub.test_healthz import health
+from tests.homehub.test_metrics import scrape
 from tests.mqtt_support import ROOT, broker, client, publish_all, readings, wait_until, worker, worker_env
-from tests.test_healthz import health
-from tests.test_metrics import scrape
 
 pytestmark = pytest.mark.live
 # Debian's mosquitto package ships the plugin in the architecture's library folder.

@@ -14,7 +14,7 @@ from django.utils import timezone
 from devices.audit.models import Event
 from fel.models import BatchJob, Invoice
 from tests.fel_support import BROKEN, REAL, SAT_SAMPLE, make_root
-from tests.test_api_home import bearer
+from tests.home.test_api_home import bearer
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from devices.audit.models import Event
 from fel.models import Invoice
 from tests.fel_support import BROKEN, SAT_SAMPLE, make_root
-from tests.test_api_home import bearer
+from tests.home.test_api_home import bearer
 
 pytestmark = pytest.mark.django_db
 

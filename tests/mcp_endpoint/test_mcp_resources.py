@@ -10,10 +10,10 @@ from websockets.asyncio.client import connect
 
 from devices.home import services
 from mcp_endpoint import jsonrpc
+from tests.mcp_endpoint.test_mcp_engine import run
+from tests.mcp_endpoint.test_mcp_http import ACCEPT, INIT, post
+from tests.mcp_endpoint.test_mcp_websocket import rpc, ws_url
 from tests.mcp_helpers import MODERN_META, Peer, call
-from tests.test_mcp_engine import run
-from tests.test_mcp_http import ACCEPT, INIT, post
-from tests.test_mcp_websocket import rpc, ws_url
 
 
 def test_resources_list_read_and_templates(home):

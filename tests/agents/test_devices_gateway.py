@@ -10,7 +10,7 @@ from asgiref.sync import async_to_sync, sync_to_async
 from devices.agents.models import Agent, AgentTool
 from devices.audit.models import Event
 from tests.devices_support import LlmSession, eventually, hub, new_device
-from tests.test_mcp_http import INIT, sse_messages
+from tests.mcp_endpoint.test_mcp_http import INIT, sse_messages
 
 pytestmark = pytest.mark.live
 MAC = "aa:bb:cc:00:00:02"

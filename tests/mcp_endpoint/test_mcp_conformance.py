@@ -23,7 +23,7 @@ import pytest
 
 from tests.hub_support import CONFORMANCE_SETTINGS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SUITE_DIR = ROOT / "tests" / "conformance"
 NODE = SUITE_DIR / "node_modules" / ".bin" / "node"
 CLI = SUITE_DIR / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 CHROMIUM = "/usr/bin/chromium"
-SHOTS = Path(__file__).resolve().parent.parent / "artifacts" / "screenshots"
+SHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
 ARGS = [
     "--no-sandbox",
     "--disable-gpu",

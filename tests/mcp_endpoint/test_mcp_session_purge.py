@@ -18,8 +18,8 @@ from django.utils import timezone
 from mcp_endpoint import http_sessions
 from mcp_endpoint.models import AccessToken, McpSession
 from mcp_endpoint.tokens import create_token
+from tests.mcp_endpoint.test_limits import PING, mcp_post, request, session_of
 from tests.mcp_helpers import LEGACY_INIT
-from tests.test_limits import PING, mcp_post, request, session_of
 
 DAY = timedelta(days=1)
 

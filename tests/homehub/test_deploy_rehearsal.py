@@ -43,8 +43,8 @@ import pytest
 from devices.mqtt.models import MqttWorker
 from devices.telemetry.models import TelemetryReading
 from tests.deploy_support import DEPLOY, DOCS, ROOT, commands, env_example, section, unit
+from tests.mcp_endpoint.test_mcp_http import sse_messages
 from tests.mqtt_support import MOSQUITTO, wait_until
-from tests.test_mcp_http import sse_messages
 
 DEPLOY_MD, MQTT_MD = DOCS / "DEPLOY.md", DOCS / "MQTT.md"
 UNITS = DEPLOY / "systemd"

@@ -13,8 +13,8 @@ import pytest
 
 from devices.mqtt.models import MqttWorker
 from devices.telemetry.models import TelemetryReading
+from tests.mqtt.test_mqtt_worker import counted
 from tests.mqtt_support import Process, Relay, broker, client, publish_all, wait_until, worker_env
-from tests.test_mqtt_worker import counted
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(180)]
 

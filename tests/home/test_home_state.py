@@ -12,7 +12,7 @@ from asgiref.sync import async_to_sync, sync_to_async
 from devices.home import services
 from devices.home import state as home_state
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

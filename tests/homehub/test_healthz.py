@@ -13,8 +13,8 @@ import pytest
 
 from tests.conftest import free_port
 from tests.devices_support import hub
+from tests.homehub.test_metrics import scrape
 from tests.mqtt_support import broker, wait_until, worker, worker_env
-from tests.test_metrics import scrape
 
 pytestmark = pytest.mark.live
 

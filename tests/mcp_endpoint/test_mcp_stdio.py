@@ -11,7 +11,7 @@ from asgiref.sync import async_to_sync
 from devices.audit.models import Event
 from devices.home.models import Light
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.live
 HOME_TOOLS = {
     "get_presence",

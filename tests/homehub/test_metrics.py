@@ -11,9 +11,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.devices_support import LlmSession, eventually, hub, new_device
+from tests.mcp_endpoint.test_mcp_http import INIT, post, sse_messages
 from tests.mcp_helpers import call
 from tests.mqtt_support import broker, client, publish_all, readings, wait_until, worker, worker_env
-from tests.test_mcp_http import INIT, post, sse_messages
 
 pytestmark = pytest.mark.live
 

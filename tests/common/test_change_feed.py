@@ -17,8 +17,8 @@ from websockets.asyncio.client import connect
 
 from devices.home import services
 from tests.hub_support import running_hub
+from tests.mcp_endpoint.test_mcp_http import INIT, post
 from tests.stdio_support import StdioClient
-from tests.test_mcp_http import INIT, post
 
 pytestmark = pytest.mark.live
 TARGET_SECONDS = 1.0
