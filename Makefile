@@ -60,6 +60,8 @@ test: $(VENV)/.installed-dev system-deps $(CONFORMANCE)/node_modules/.installed 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 format: $(VENV)/.installed-dev
 	$(BIN)/ruff format .

@@ -27,6 +27,7 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 
 from common.layers import DatabaseChannelLayer
+from common.tasks import spawn
 
 logger = logging.getLogger(__name__)
 
@@ -61,13 +62,8 @@ def _send(layer: Any, group: str, message: dict[str, Any], loop: asyncio.Abstrac
     _sender.send(layer, group, message)
 
 
-_sending: set[asyncio.Task[None]] = set()
-
-
 def _send_on_loop(layer: Any, group: str, message: dict[str, Any]) -> None:
-    task = asyncio.ensure_future(_send_here(layer, group, message))
-    _sending.add(task)
-    task.add_done_callback(_sending.discard)
+    spawn(_send_here(layer, group, message))
 
 
 async def _send_here(layer: Any, group: str, message: dict[str, Any]) -> None:

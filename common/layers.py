@@ -35,6 +35,7 @@ import json
 import logging
 import os
 import queue
+import re
 import secrets
 import socket
 import threading
@@ -43,6 +44,7 @@ from collections import deque
 from datetime import timedelta
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from channels.exceptions import ChannelFull
 from channels.layers import BaseChannelLayer
 from django.db import close_old_connections, connections, transaction
@@ -86,7 +88,7 @@ class DatabaseChannelLayer(BaseChannelLayer):
         self,
         expiry: int = 60,
         capacity: int = 100,
-        channel_capacity: dict[str, int] | None = None,
+        channel_capacity: dict[re.Pattern[str] | str, int] | None = None,
         database: str = "default",
         poll_seconds: float = 0.05,
         beat_seconds: float = 2.0,
@@ -177,7 +179,7 @@ class DatabaseChannelLayer(BaseChannelLayer):
         """Stop hearing the others: what waits is written and the process leaves the registry."""
         feed, self._feed = self._feed, None
         if feed is not None:
-            await asyncio.to_thread(feed.stop)
+            await sync_to_async(feed.stop, thread_sensitive=False)()
 
     # --- from sync code --------------------------------------------------------------------
 

@@ -1,29 +1,50 @@
-"""What the apps' REST routers share: bounded identifiers in paths and filters, page sizes,
-the error body, and naive datetimes read in the hub's time zone."""
+"""What the apps' REST routers share: the scope check on the caller that `homehub.api`'s
+authentication established (a token's scopes, or every scope for a logged-in homeowner),
+bounded identifiers in paths and filters, page sizes, the error body, and naive datetimes
+read in the hub's time zone."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
 
+from django.http import HttpRequest
 from django.utils import timezone
 from ninja import Path, Query, Schema
+from ninja.errors import HttpError
 
 # Identifiers travel in paths and filters: printable text, bounded.
 Name = Annotated[str, Path(pattern=r"^[^\x00-\x1f\x7f]{1,200}$")]
-
-
 Filter = Annotated[str, Query(pattern=r"^[^\x00-\x1f\x7f]{0,200}$")]
-
-
 Limit = Annotated[int, Query(ge=1, le=500, description="Page size.")]
-
-
 Offset = Annotated[int, Query(ge=0, le=1_000_000_000, description="Items to skip.")]
 
 
 class Error(Schema):
     detail: Any
+
+
+@dataclass(frozen=True)
+class RestCaller:
+    """Who calls and what they may do: what `homehub.api`'s authenticators return, so that
+    django-ninja keeps it as `request.auth` for `need`."""
+
+    actor: str
+    scopes: frozenset[str]
+
+
+class Forbidden(HttpError):
+    def __init__(self, message: str) -> None:
+        super().__init__(403, message)
+
+
+def need(request: HttpRequest, scope: str) -> str:
+    """Refuse (403) a caller whose token lacks `scope`; returns the actor for the audit trail."""
+    caller = getattr(request, "auth", None)
+    if not isinstance(caller, RestCaller) or scope not in caller.scopes:
+        raise Forbidden(f"This token lacks the '{scope}' scope needed here.")
+    return caller.actor
 
 
 def aware(value: datetime | None) -> datetime | None:

@@ -9,6 +9,8 @@ from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from devices.telemetry.selectors import SensorSeries
+
 WIDTH, HEIGHT = 720, 300
 LEFT, RIGHT, TOP, BOTTOM = 56, 16, 28, 36
 WIDTH_WIDE = WIDTH
@@ -44,8 +46,10 @@ def _first_tick(since: datetime, step: timedelta) -> datetime:
     return start
 
 
-def line_chart(series: dict, range_name: str, title: str, *, width: int = WIDTH, css: str = "") -> SafeString:
-    """`series` as `devices.history.sensor_series` returns it; `width` in SVG units (text stays
+def line_chart(
+    series: SensorSeries, range_name: str, title: str, *, width: int = WIDTH, css: str = ""
+) -> SafeString:
+    """`series` as `devices.telemetry.selectors.sensor_series` returns it; `width` in SVG units (text stays
     13 units high, so a narrow chart shown at a phone's width keeps readable labels)."""
     ids = f"chart-{width}"
     points = series["points"]

@@ -10,8 +10,8 @@ from typing import Any
 
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from common.groups import keep_joined
 from devices.audit.changes import CHANGES_GROUP
-from homehub.groups import keep_joined
 from mcp_endpoint import jsonrpc
 
 UNAUTHORIZED = 4401

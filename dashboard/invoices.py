@@ -114,15 +114,15 @@ def _panel_context(job: BatchJob) -> dict[str, object]:
 @login_required
 def batch(request: HttpRequest, pk: int) -> HttpResponse:
     """One batch: its progress and per-file outcomes (`?partial=1`: the panel alone, for polling)."""
-    context = {"page": "invoices", "panel": _panel_context(_job_or_404(pk))}
+    panel = _panel_context(_job_or_404(pk))
     if request.GET.get("partial"):
-        return render(request, "dashboard/_batch.html", context["panel"])
-    return render(request, "dashboard/batch.html", context)
+        return render(request, "dashboard/_batch.html", panel)
+    return render(request, "dashboard/batch.html", {"page": "invoices", "panel": panel})
 
 
 @require_GET
 @login_required
-def batch_manifest(request: HttpRequest, pk: int) -> HttpResponse:
+def batch_manifest(request: HttpRequest, pk: int) -> FileResponse:
     job = _job_or_404(pk)
     path = selectors.job_manifest(job)
     if path is None:
@@ -137,7 +137,7 @@ def batch_manifest(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_GET
 @login_required
-def batch_archive(request: HttpRequest, pk: int) -> HttpResponse:
+def batch_archive(request: HttpRequest, pk: int) -> FileResponse:
     job = _job_or_404(pk)
     archive = selectors.job_archive(job)
     if archive is None:
@@ -149,7 +149,7 @@ def batch_archive(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_GET
 @login_required
-def batch_file_pdf(request: HttpRequest, pk: int, position: int) -> HttpResponse:
+def batch_file_pdf(request: HttpRequest, pk: int, position: int) -> FileResponse:
     found = selectors.job_file_pdf(_job_or_404(pk), position)
     if found is None:
         raise Http404("This file has no PDF.")
@@ -159,10 +159,10 @@ def batch_file_pdf(request: HttpRequest, pk: int, position: int) -> HttpResponse
 
 @require_GET
 @login_required
-def invoice_pdf(request: HttpRequest, pk: int) -> HttpResponse:
+def invoice_pdf(request: HttpRequest, pk: int) -> FileResponse:
     invoice = Invoice.objects.defer("xml").filter(pk=pk).first()
     pdf = selectors.invoice_pdf(invoice) if invoice else None
-    if pdf is None:
+    if invoice is None or pdf is None:
         raise Http404("This invoice has no PDF.")
     name = f"{invoice.tipo}-{invoice.serie}-{invoice.numero}.pdf"
     return FileResponse(pdf.open("rb"), content_type="application/pdf", filename=name, as_attachment=True)

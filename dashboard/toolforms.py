@@ -14,7 +14,9 @@ SIMPLE = {"string", "integer", "number", "boolean"}
 def fields_for(schema: dict[str, Any] | None) -> list[dict[str, Any]]:
     """One entry per property: name, label, widget (text, number, checkbox, select, json), ..."""
     schema = schema if isinstance(schema, dict) else {}
-    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        props = {}
     listed = schema.get("required")
     required = {r for r in listed if isinstance(r, str)} if isinstance(listed, list) else set()
     fields = []

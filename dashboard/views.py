@@ -6,6 +6,7 @@ them (fetch with `Accept: application/json`, live updates over `/ws/home/`)."""
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -18,7 +19,8 @@ from django.views.decorators.http import require_GET, require_POST
 from dashboard.charts import NARROW, line_chart
 from dashboard.toolforms import arguments_from, fields_for
 from devices.agents import selectors as agents_reads
-from devices.agents.calls import AgentCallError, call_agent_tool
+from devices.agents.calls import call_agent_tool, http_status
+from devices.agents.outcomes import CallFailed
 from devices.audit import selectors as audit_reads
 from devices.audit.models import Event
 from devices.home import selectors as home_reads
@@ -161,21 +163,22 @@ def sensor_detail(
 # --- devices ---------------------------------------------------------------------------------
 
 
-def _agents_with_forms() -> list[dict]:
-    agents = agents_reads.agents()
-    for agent in agents:
-        for tool in agent["tools"]:
-            tool["fields"] = fields_for(tool["input_schema"])
-    return agents
+def _agents_with_forms() -> list[dict[str, Any]]:
+    """Each agent with a form's fields for each of its tools."""
+    return [
+        {**agent, "tools": [{**tool, "fields": fields_for(tool["input_schema"])} for tool in agent["tools"]]}
+        for agent in agents_reads.agents()
+    ]
 
 
 @login_required
 def devices(request: HttpRequest) -> HttpResponse:
-    context = {"page": "devices"}
+    context: dict[str, Any] = {"page": "devices"}
     if request.method == "POST":
         agent_id, tool_name = request.POST.get("agent_id", ""), request.POST.get("tool", "")
         tool = agents_reads.agent_tool(agent_id, tool_name)
-        status, result = 200, None
+        status = 200
+        result: dict[str, Any]
         if tool is None:
             status, result = 404, {"error": f"Agent '{agent_id}' has no tool '{tool_name}'."}
         else:
@@ -189,8 +192,8 @@ def devices(request: HttpRequest) -> HttpResponse:
                             agent_id, tool_name, arguments, actor=_actor(request), interface=DASHBOARD
                         )
                     }
-                except AgentCallError as exc:
-                    status, result = exc.status, {"error": exc.message}
+                except CallFailed as failure:
+                    status, result = http_status(failure), {"error": failure.message}
         if _wants_json(request):
             return JsonResponse(result, status=status)
         context["call"] = {"agent_id": agent_id, "tool": tool_name, **result}

@@ -1,9 +1,10 @@
 """Admin for recorded invoices: search, filters, the PDF, and re-rendering through the services."""
 
 from django.contrib import admin, messages
-from django.http import FileResponse, Http404
+from django.db.models import QuerySet
+from django.http import FileResponse, Http404, HttpRequest
 from django.shortcuts import get_object_or_404
-from django.urls import path, reverse
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
 from devices.audit.models import Event
@@ -24,17 +25,17 @@ class InvoiceAdmin(admin.ModelAdmin):
     readonly_fields = [field.name for field in Invoice._meta.fields] + ["pdf_link"]
     exclude = ["xml"]
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # invoices come from processed XML, through the services
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: Invoice | None = None) -> bool:
         return False
 
-    def get_urls(self):
+    def get_urls(self) -> list[URLPattern]:
         pdf = path("<int:pk>/pdf/", self.admin_site.admin_view(self.pdf_view), name="fel_invoice_pdf")
         return [pdf, *super().get_urls()]
 
-    def pdf_view(self, request, pk: int):
+    def pdf_view(self, request: HttpRequest, pk: int) -> FileResponse:
         invoice = get_object_or_404(Invoice, pk=pk)
         if not self.has_view_permission(request, invoice):
             raise Http404
@@ -53,7 +54,7 @@ class InvoiceAdmin(admin.ModelAdmin):
         )
 
     @admin.action(description="Re-render the PDF of the selected invoices")
-    def rerender(self, request, queryset):
+    def rerender(self, request: HttpRequest, queryset: QuerySet[Invoice]) -> None:
         done = 0
         for invoice in queryset:
             try:

@@ -12,12 +12,12 @@ from django.http import FileResponse, HttpRequest
 from ninja import File, Query, Router, Schema, Status
 from ninja.files import UploadedFile
 
+from common.rest import need
 from devices.audit.models import Event
 from fel import selectors
 from fel.errors import FelError
 from fel.models import Invoice
 from fel.uploads import UploadTooLarge, process_upload
-from homehub.api import need
 
 router = Router(tags=["invoices"])
 
@@ -87,7 +87,9 @@ class ValidationOut(Schema):
     response={200: ValidationOut, 409: Error, 413: Error, 422: Error},
     summary="Validate an uploaded FEL XML, render its PDF and record it",
 )
-def validate_upload(request: HttpRequest, file: File[UploadedFile]):
+def validate_upload(
+    request: HttpRequest, file: File[UploadedFile]
+) -> Status[dict[str, object]] | dict[str, object]:
     actor = need(request, "fel")
     try:
         outcome = process_upload(
@@ -117,7 +119,7 @@ def list_invoices(
     tipo: Annotated[str, Query(pattern=r"^[A-Z]{0,8}$")] = "",
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
-):
+) -> dict[str, object]:
     need(request, "fel")
     found = Invoice.objects.defer("xml")
     if valid is not None:
@@ -139,7 +141,7 @@ def _invoice(pk: int) -> Invoice | None:
 
 
 @router.get("/{invoice_id}", response={200: InvoiceOut, 404: Error}, summary="One invoice")
-def get_invoice(request: HttpRequest, invoice_id: int):
+def get_invoice(request: HttpRequest, invoice_id: int) -> Status[dict[str, str]] | Invoice:
     need(request, "fel")
     invoice = _invoice(invoice_id)
     if invoice is None:
@@ -157,11 +159,11 @@ def get_invoice(request: HttpRequest, invoice_id: int):
         }
     },
 )
-def invoice_pdf(request: HttpRequest, invoice_id: int):
+def invoice_pdf(request: HttpRequest, invoice_id: int) -> Status[dict[str, str]] | FileResponse:
     need(request, "fel")
     invoice = _invoice(invoice_id)
     pdf = selectors.invoice_pdf(invoice) if invoice else None
-    if pdf is None:
+    if invoice is None or pdf is None:
         return Status(404, {"detail": f"Invoice {invoice_id} has no PDF."})
     name = f"{invoice.tipo}-{invoice.serie}-{invoice.numero}.pdf"
     return FileResponse(pdf.open("rb"), content_type="application/pdf", filename=name)

@@ -14,11 +14,26 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypedDict
 
 from fel.processing import Processed, process, write_atomically
 from fel.render import Branding
 
 MANIFEST_NAME = "manifest.json"
+
+
+class ManifestEntry(TypedDict):
+    """One file's entry in manifest.json, as `run_batch` also reports it."""
+
+    xml: str
+    xml_sha256: str | None
+    pdf: str | None
+    pdf_sha256: str | None
+    ok: bool
+    issues: list[str]
+    totals: dict[str, str] | None
+    authorization_number: str | None
+    error: str | None
 
 
 def xml_files(folder: Path) -> list[Path]:
@@ -44,7 +59,7 @@ def run(
             yield future.result()
 
 
-def manifest_entry(result: Processed, show: Callable[[Path], str]) -> dict[str, object]:
+def manifest_entry(result: Processed, show: Callable[[Path], str]) -> ManifestEntry:
     validation = result.validation
     issues = list(validation.issues) if validation else []
     if result.error:
@@ -63,8 +78,8 @@ def manifest_entry(result: Processed, show: Callable[[Path], str]) -> dict[str, 
     }
 
 
-def write_manifest(path: Path, dir_xml: str, out_dir: str, entries: list[dict[str, object]]) -> None:
-    entries = sorted(entries, key=lambda e: str(e["xml"]))
+def write_manifest(path: Path, dir_xml: str, out_dir: str, entries: list[ManifestEntry]) -> None:
+    entries = sorted(entries, key=lambda e: e["xml"])
     manifest = {
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "dir_xml": dir_xml,

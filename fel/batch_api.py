@@ -13,11 +13,11 @@ from django.http import FileResponse, HttpRequest
 from ninja import File, Query, Router, Schema, Status
 from ninja.files import UploadedFile
 
+from common.rest import need
 from devices.audit.models import Event
 from fel import batch_jobs, selectors
 from fel.errors import FelError
 from fel.models import BatchJob
-from homehub.api import need
 
 router = Router(tags=["invoice batches"])
 BINARY = {"schema": {"type": "string", "format": "binary"}}
@@ -87,7 +87,7 @@ def _job(job_id: int) -> BatchJob | None:
     response={202: BatchOut, 400: Error, 413: Error, 422: Error},
     summary="Start a batch on uploaded FEL XML files (one PDF each, a manifest.json)",
 )
-def start_batch(request: HttpRequest, files: File[list[UploadedFile]]):
+def start_batch(request: HttpRequest, files: File[list[UploadedFile]]) -> Status[dict[str, object]]:
     actor = need(request, "fel")
     try:
         job = batch_jobs.start_job(files, actor=actor, interface=Event.Interface.REST)
@@ -101,7 +101,7 @@ def list_batches(
     request: HttpRequest,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
-):
+) -> dict[str, object]:
     need(request, "fel")
     found = BatchJob.objects.all()
     items = [_out(job, since=None) for job in found[offset : offset + limit]]
@@ -109,7 +109,9 @@ def list_batches(
 
 
 @router.get("/{job_id}", response={200: BatchOut, 404: Error}, summary="A batch and its files' outcomes")
-def get_batch(request: HttpRequest, job_id: int, since: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0):
+def get_batch(
+    request: HttpRequest, job_id: int, since: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0
+) -> Status[dict[str, str]] | dict[str, object]:
     need(request, "fel")
     job = _job(job_id)
     if job is None:
@@ -123,7 +125,7 @@ def get_batch(request: HttpRequest, job_id: int, since: Annotated[int, Query(ge=
     summary="The finished batch's manifest.json",
     openapi_extra={"responses": {200: {"content": {"application/json": {"schema": {"type": "object"}}}}}},
 )
-def batch_manifest(request: HttpRequest, job_id: int):
+def batch_manifest(request: HttpRequest, job_id: int) -> Status[dict[str, str]] | FileResponse:
     need(request, "fel")
     job = _job(job_id)
     path = selectors.job_manifest(job) if job else None
@@ -138,7 +140,7 @@ def batch_manifest(request: HttpRequest, job_id: int):
     summary="A ZIP of the finished batch's manifest.json and PDFs",
     openapi_extra={"responses": {200: {"content": {"application/zip": BINARY}}}},
 )
-def batch_archive(request: HttpRequest, job_id: int):
+def batch_archive(request: HttpRequest, job_id: int) -> Status[dict[str, str]] | FileResponse:
     need(request, "fel")
     job = _job(job_id)
     archive = selectors.job_archive(job) if job else None
@@ -153,7 +155,7 @@ def batch_archive(request: HttpRequest, job_id: int):
     summary="The PDF of one file of a batch",
     openapi_extra={"responses": {200: {"content": {"application/pdf": BINARY}}}},
 )
-def batch_file_pdf(request: HttpRequest, job_id: int, position: int):
+def batch_file_pdf(request: HttpRequest, job_id: int, position: int) -> Status[dict[str, str]] | FileResponse:
     need(request, "fel")
     job = _job(job_id)
     found = selectors.job_file_pdf(job, position) if job else None

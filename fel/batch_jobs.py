@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from devices.audit.services import record_event
 from fel import services
+from fel.batch import ManifestEntry
 from fel.config import output_dir
 from fel.errors import FelError
 from fel.models import BatchJob, BatchJobFile
@@ -129,7 +130,7 @@ class _Recorder:
         self.position = 0
         self.invalid = 0
 
-    def entry(self, entry: dict[str, object]) -> None:
+    def entry(self, entry: ManifestEntry) -> None:
         self.position += 1
         self.invalid += not entry["ok"]
         BatchJobFile.objects.create(job=self.job, position=self.position, **_file_fields(entry))
@@ -155,20 +156,19 @@ def _finish(job: BatchJob, state: str, **fields: object) -> None:
     )
 
 
-def _file_fields(entry: dict[str, object]) -> dict[str, object]:
-    error = str(entry.get("error") or "")
-    issues = [str(i) for i in entry.get("issues") or [] if i != error]  # type: ignore[union-attr]
-    pdf = entry.get("pdf")
+def _file_fields(entry: ManifestEntry) -> dict[str, object]:
+    error = entry["error"] or ""
+    pdf = entry["pdf"]
     return {
-        "name": Path(str(entry["xml"])).name[:200],
-        "ok": bool(entry["ok"]),
-        "issues": issues,
+        "name": Path(entry["xml"]).name[:200],
+        "ok": entry["ok"],
+        "issues": [issue for issue in entry["issues"] if issue != error],
         "error": error,
-        "totals": entry.get("totals"),
-        "authorization_number": str(entry.get("authorization_number") or "")[:36],
-        "xml_sha256": str(entry.get("xml_sha256") or ""),
-        "pdf_name": Path(str(pdf)).name[:200] if pdf else "",
-        "pdf_sha256": str(entry.get("pdf_sha256") or ""),
+        "totals": entry["totals"],
+        "authorization_number": (entry["authorization_number"] or "")[:36],
+        "xml_sha256": entry["xml_sha256"] or "",
+        "pdf_name": Path(pdf).name[:200] if pdf else "",
+        "pdf_sha256": entry["pdf_sha256"] or "",
     }
 
 

@@ -7,7 +7,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from fel import services
 from fel.errors import FelError
 from fel.paths import display_path
-from mcp_endpoint.registry import ToolContext, ToolError, tool
+from mcp_endpoint.registry import ToolContext, ToolError, registry, tool
+from mcp_endpoint.scopes import declare_scope
+
+declare_scope("fel", "FEL invoices: validate, render and batch them (files under FEL_ROOT)")
+registry.add_instructions(
+    "HomeHub validates and renders Guatemalan FEL invoices: fel_validate checks one XML, "
+    "fel_render makes its PDF, fel_batch does a whole folder; paths are relative to FEL_ROOT."
+)
 
 
 class FelValidateInput(BaseModel):

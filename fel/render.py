@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import os
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
 from functools import lru_cache
 from urllib.parse import urlencode
@@ -106,7 +107,13 @@ def render_pdf(doc: Document, validation: Validation, branding: Branding) -> byt
         )
     fonts = font_names(branding.typeface)
     buffer = io.BytesIO()
-    canvas = Canvas(buffer, pagesize=letter, pageCompression=1, initialFontName=fonts[0])
+    # types-reportlab declares initialFontName a float; reportlab takes a font's name.
+    canvas = Canvas(
+        buffer,
+        pagesize=letter,
+        pageCompression=1,
+        initialFontName=fonts[0],  # type: ignore[arg-type]
+    )
     _Painter(canvas, doc, validation, branding, fonts).paint()
     canvas.save()
     return buffer.getvalue()
@@ -142,7 +149,7 @@ def _grouped_exact(value: Decimal | None) -> str:
     return f"{sign}{int(whole.lstrip('-')):,}.{frac}"
 
 
-def _datetime(doc_value) -> str:
+def _datetime(doc_value: datetime | None) -> str:
     return doc_value.strftime("%d/%m/%Y %H:%M:%S") if doc_value else "—"
 
 
@@ -414,9 +421,10 @@ class _Painter:
 
     def _column_x(self) -> list[tuple[float, float, str]]:
         """(left x, width, align) of each column."""
-        spots, x = [], MARGIN
-        for _, width, align in COLUMNS:
-            width = width or DESC_W + 12
+        spots: list[tuple[float, float, str]] = []
+        x: float = MARGIN
+        for _, fixed_width, align in COLUMNS:
+            width = fixed_width or DESC_W + 12
             spots.append((x, width, align))
             x += width
         return spots

@@ -6,7 +6,7 @@ import tempfile
 import zipfile
 from datetime import timedelta
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO
 
 from django.utils import timezone
 
@@ -61,7 +61,7 @@ def job_file_pdf(found: BatchJob, position: int) -> tuple[Path, str] | None:
     return (path, row.pdf_name) if path else None
 
 
-def job_archive(found: BatchJob) -> BinaryIO | None:
+def job_archive(found: BatchJob) -> IO[bytes] | None:
     """A ZIP of the job's manifest.json and PDFs, as a file to stream (None until the job is done)."""
     manifest = job_manifest(found)
     if manifest is None:

@@ -30,7 +30,7 @@ from fel.processing import Processed, process, process_bytes
 from fel.validation import Validation
 
 Progress = Callable[[int, int, str], None]
-EntryDone = Callable[[dict[str, object]], None]
+EntryDone = Callable[[batch_engine.ManifestEntry], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +44,9 @@ class BatchOutcome:
 def validate_xml(xml_path: str, *, actor: str, interface: str) -> Validation:
     """Validate the FEL file at `xml_path` and record it. Raises FelError if it cannot be read."""
     result = process(existing_file(xml_path, "XML"), max_xml_bytes())
-    _raise_if_unreadable(result)
+    validation = _raise_if_unreadable(result)
     record_invoice(result, actor=actor, interface=interface)
-    return result.validation
+    return validation
 
 
 def render_xml(
@@ -88,7 +88,7 @@ def run_batch(
     brand = branding()
     files = batch_engine.xml_files(folder)
     total, done = len(files), 0
-    entries: list[dict[str, object]] = []
+    entries: list[batch_engine.ManifestEntry] = []
     jobs: list[tuple[Path, Path]] = []
     for file in files:
         try:  # a symlink in the folder may lead out of FEL_ROOT: that file fails, not the batch
@@ -188,9 +188,12 @@ def record_invoice(result: Processed, *, actor: str, interface: str) -> Invoice 
     return invoice
 
 
-def _raise_if_unreadable(result: Processed) -> None:
-    if result.error:
+def _raise_if_unreadable(result: Processed) -> Validation:
+    """The document's validation; raises FelError when it could not be read (a file that was
+    read always has one)."""
+    if result.error or result.validation is None:
         raise FelError(result.error)
+    return result.validation
 
 
 def _relative(path: Path, root: Path) -> str:

@@ -101,6 +101,12 @@ def _off(expected: Decimal, found: Decimal) -> bool:
     return abs(found - expected) > TOLERANCE
 
 
+def _known(values: list[Decimal | None]) -> list[Decimal] | None:
+    """All the values, or None when any of them is missing."""
+    known = [value for value in values if value is not None]
+    return known if len(known) == len(values) else None
+
+
 def _mismatch(field: str, rule: str, expected: Decimal, found: Decimal) -> str:
     """`field debe ser rule = expected, pero es found (diferencia d)`."""
     difference = exact(abs(found - expected))
@@ -164,8 +170,9 @@ def _item_issues(doc: Document, item: Item) -> list[str]:
 def _document_issues(doc: Document) -> list[str]:
     issues = []
     totals_consistent = True
-    if doc.grand_total is not None and all(item.total is not None for item in doc.items):
-        expected = sum((item.total for item in doc.items), _ZERO)
+    item_totals = _known([item.total for item in doc.items])
+    if doc.grand_total is not None and item_totals is not None:
+        expected = sum(item_totals, _ZERO)
         if _off(expected, doc.grand_total):
             totals_consistent = False
             issues.append(
@@ -184,8 +191,11 @@ def _document_issues(doc: Document) -> list[str]:
         if "IVA" not in doc.total_taxes:
             totals_consistent = False
             issues.append("Los ítems llevan IVA pero Totales no declara TotalImpuesto IVA.")
-        elif declared_iva is not None and all(t is None or t.amount is not None for t in item_iva):
-            expected = sum((t.amount for t in item_iva if t is not None), _ZERO)
+        elif (
+            declared_iva is not None
+            and (item_amounts := _known([t.amount for t in item_iva if t is not None])) is not None
+        ):
+            expected = sum(item_amounts, _ZERO)
             if _off(expected, declared_iva):
                 totals_consistent = False
                 rule = "la suma de los MontoImpuesto de los ítems"

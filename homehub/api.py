@@ -1,24 +1,31 @@
-"""The REST API (django-ninja) at /api/: one NinjaAPI, with routers from the apps.
+"""The REST API (django-ninja) at /api/: one NinjaAPI, mounting the routers the apps define.
 
 Authentication: the Django session (the dashboard's login; unsafe methods need the CSRF
 token) or `Authorization: Bearer <token>` with the MCP tokens and their scopes (`read` for
 GETs, `control` for changes, `fel` for invoices, `devices` for agents' tools). A logged-in
-user holds every scope. Errors are JSON: `{"detail": ...}`.
+user holds every scope. The routers check scopes with `common.rest.need`. Errors are JSON:
+`{"detail": ...}`.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFilesSent
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
-from ninja.errors import AuthenticationError, HttpError
+from ninja.errors import AuthenticationError
 from ninja.security import HttpBearer, SessionAuth
 
-from mcp_endpoint.registry import SCOPES
+from common.rest import RestCaller
+from devices.agents.api import router as agents_router
+from devices.audit.api import router as events_router
+from devices.home.api import router as home_router
+from devices.telemetry.api import router as telemetry_router
+from fel.api import router as fel_router
+from fel.batch_api import router as batch_router
+from mcp_endpoint.scopes import scopes
 from mcp_endpoint.tokens import authenticate
 
 logger = logging.getLogger(__name__)
@@ -27,36 +34,21 @@ logger = logging.getLogger(__name__)
 class TokenAuth(HttpBearer):
     """`Authorization: Bearer hh_...`, an MCP access token."""
 
-    def authenticate(self, request: HttpRequest, token: str) -> Any:
+    def authenticate(self, request: HttpRequest, token: str) -> RestCaller | None:
         found = authenticate(token)
         if found is None:
             return None
-        request.api_actor = found.name
-        request.api_scopes = frozenset(found.scopes)
-        return found
+        return RestCaller(actor=found.name, scopes=frozenset(found.scopes))
 
 
 class UserSession(SessionAuth):
     """The dashboard's session: a homeowner who is logged in may do everything."""
 
-    def authenticate(self, request: HttpRequest, key: str | None) -> Any:
+    def authenticate(self, request: HttpRequest, key: str | None) -> RestCaller | None:
         user = super().authenticate(request, key)
-        if user is not None:
-            request.api_actor = user.get_username()
-            request.api_scopes = frozenset(SCOPES)
-        return user
-
-
-class Forbidden(HttpError):
-    def __init__(self, message: str) -> None:
-        super().__init__(403, message)
-
-
-def need(request: HttpRequest, scope: str) -> str:
-    """Refuse (403) a caller whose token lacks `scope`; returns the actor for the audit trail."""
-    if scope not in getattr(request, "api_scopes", frozenset()):
-        raise Forbidden(f"This token lacks the '{scope}' scope needed here.")
-    return request.api_actor
+        if user is None:
+            return None
+        return RestCaller(actor=user.get_username(), scopes=frozenset(scopes.names()))
 
 
 api = NinjaAPI(
@@ -73,7 +65,7 @@ api = NinjaAPI(
 
 
 @api.exception_handler(AuthenticationError)
-def _unauthorized(request, exc):
+def _unauthorized(request: HttpRequest, exc: Exception) -> HttpResponse:
     response = api.create_response(
         request,
         {"detail": "Authentication required: log in or send 'Authorization: Bearer <token>'."},
@@ -84,36 +76,25 @@ def _unauthorized(request, exc):
 
 
 @api.exception_handler(RequestDataTooBig)
-def _too_big(request, exc):
+def _too_big(request: HttpRequest, exc: Exception) -> HttpResponse:
     return api.create_response(request, {"detail": "The request body is too large."}, status=413)
 
 
 @api.exception_handler(TooManyFilesSent)
-def _too_many_files(request, exc):
+def _too_many_files(request: HttpRequest, exc: Exception) -> HttpResponse:
     detail = f"Too many files in one request (at most {settings.DATA_UPLOAD_MAX_NUMBER_FILES})."
     return api.create_response(request, {"detail": detail}, status=413)
 
 
 @api.exception_handler(Exception)
-def _server_error(request, exc):
+def _server_error(request: HttpRequest, exc: Exception) -> HttpResponse:
     logger.exception("API error on %s %s", request.method, request.path)
     return api.create_response(request, {"detail": "Internal server error."}, status=500)
 
 
-def _add_routers() -> None:
-    from devices.agents.api import router as agents_router
-    from devices.audit.api import router as events_router
-    from devices.home.api import router as home_router
-    from devices.telemetry.api import router as telemetry_router
-    from fel.api import router as fel_router
-    from fel.batch_api import router as batch_router
-
-    api.add_router("/", home_router)
-    api.add_router("/", agents_router)
-    api.add_router("/", telemetry_router)
-    api.add_router("/", events_router)
-    api.add_router("/invoices/batches", batch_router)  # before /invoices/{invoice_id}
-    api.add_router("/invoices", fel_router)
-
-
-_add_routers()
+api.add_router("/", home_router)
+api.add_router("/", agents_router)
+api.add_router("/", telemetry_router)
+api.add_router("/", events_router)
+api.add_router("/invoices/batches", batch_router)  # before /invoices/{invoice_id}
+api.add_router("/invoices", fel_router)

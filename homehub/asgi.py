@@ -8,6 +8,7 @@ app. The device gateway starts with the process's first connection.
 
 import asyncio
 import atexit
+import contextlib
 import os
 import sys
 
@@ -20,6 +21,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set u
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from devices.agents.gateway import with_gateway  # noqa: E402
+from devices.agents.link import detach_all  # noqa: E402
 from homehub.body_limit import limit_body  # noqa: E402
 from homehub.routing import websocket_urlpatterns  # noqa: E402
 from mcp_endpoint.transports.http import StreamableHttpApp  # noqa: E402
@@ -56,6 +58,7 @@ async def application(scope, receive, send):
 
 EXIT_SECONDS = 3.0
 QUIET_SECONDS = 0.1
+DEVICES_SECONDS = 1.5
 
 
 def _cancel_pending(loop: asyncio.AbstractEventLoop) -> set[asyncio.Task]:
@@ -80,22 +83,33 @@ async def _until_quiet(deadline: float) -> None:
                 return
 
 
+async def _stop() -> None:
+    """Daphne ends its connections without their disconnect: this process's devices are let
+    go first (their calls in flight fail as disconnected) and recorded offline, so that they
+    are offline as the process exits, not when another process notices; then everything else
+    still running is ended."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(detach_all("the hub is stopping"), DEVICES_SECONDS)
+    await _until_quiet(asyncio.get_running_loop().time() + EXIT_SECONDS)
+
+
 def _before_shutdown():
     """Under daphne (Twisted), before the reactor stops the event loop: end what still runs
-    (connections, listeners, calls in flight) while the loop can still run what Django's
-    threads wait for. A thread left waiting in async_to_sync (a REST call to a device, any
-    request through a sync middleware to an async view) for a loop that has stopped would
+    (devices, connections, listeners, calls in flight) while the loop can still run what
+    Django's threads wait for. A thread left waiting in async_to_sync (a REST call to a device,
+    any request through a sync middleware to an async view) for a loop that has stopped would
     keep the process from ever exiting."""
     from twisted.internet import defer
 
-    loop = asyncio.get_event_loop()
-    return defer.Deferred.fromFuture(asyncio.ensure_future(_until_quiet(loop.time() + EXIT_SECONDS)))
+    return defer.Deferred.fromFuture(asyncio.ensure_future(_stop()))
 
 
 if "twisted.internet.reactor" in sys.modules:  # daphne installed its reactor: served by daphne
     from twisted.internet import reactor
 
-    reactor.addSystemEventTrigger("before", "shutdown", _before_shutdown)
+    # Twisted declares its interfaces' methods without `self`, for the mypy-zope plugin: mypy
+    # alone shifts the arguments by one.
+    reactor.addSystemEventTrigger("before", "shutdown", _before_shutdown)  # type: ignore[arg-type]
 
 
 @atexit.register

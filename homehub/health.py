@@ -41,6 +41,8 @@ async def _channel_layer() -> dict[str, Any]:
     """A message sent to a fresh channel of this process and received back: through Redis
     when REDIS_URL is set, so a Redis that is down or full fails here."""
     layer = get_channel_layer()
+    if layer is None:  # CHANNEL_LAYERS without a default
+        return {"ok": False, "error": "not configured"}
     # The default prefix: channels-redis reads a process's channels through one receiver,
     # which only serves channels that share it (the gateway's among them).
     channel = await layer.new_channel()

@@ -14,6 +14,7 @@ from django.conf import settings
 from prometheus_client import REGISTRY, CollectorRegistry, generate_latest, multiprocess
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 from devices.agents.metrics import AgentsCollector
 from devices.mqtt.metrics import MqttCollector
@@ -27,7 +28,7 @@ class DatabaseFigures:
     `homehub_metrics_database_ok` says so, instead of the scrape failing."""
 
     def __init__(self) -> None:
-        self.collectors = [SessionsCollector(), AgentsCollector(), MqttCollector()]
+        self.collectors: list[Collector] = [SessionsCollector(), AgentsCollector(), MqttCollector()]
 
     def collect(self) -> Iterator[Metric]:
         figures: list[Metric] = []

@@ -51,11 +51,6 @@ INSTALLED_APPS = [
     "homehub",  # the commands that run the hub: serve, ensure_admin, healthz
     "ninja",  # serves the API docs' scripts itself (no CDN)
 ]
-# Tests only: the MCP conformance suite's fixture tools, resources and prompts. Set by
-# tests/test_mcp_conformance.py for the daphne it starts; never set it in a deployment.
-if env_bool("HOMEHUB_CONFORMANCE", False):
-    INSTALLED_APPS.append("tests.conformance_app")
-
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",  # the dashboard's static files, served by the hub

@@ -1,13 +1,20 @@
 from django import forms
 from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 from mcp_endpoint.models import AccessToken
-from mcp_endpoint.registry import SCOPES
+from mcp_endpoint.scopes import scopes
 from mcp_endpoint.tokens import create_token, forget, revoke_all
 
 
+def scope_choices() -> list[tuple[str, str]]:
+    """The declared scopes (apps declare theirs after this module is imported)."""
+    return [(s.name, f"{s.name}: {s.description}") for s in scopes.all()]
+
+
 class AccessTokenForm(forms.ModelForm):
-    scopes = forms.MultipleChoiceField(choices=[(s, s) for s in SCOPES], widget=forms.CheckboxSelectMultiple)
+    scopes = forms.MultipleChoiceField(choices=scope_choices, widget=forms.CheckboxSelectMultiple)
 
     class Meta:
         model = AccessToken
@@ -38,7 +45,7 @@ class AccessTokenAdmin(admin.ModelAdmin):
     def scope_list(self, obj: AccessToken) -> str:
         return ", ".join(obj.scopes)
 
-    def save_model(self, request, obj, form, change):
+    def save_model(self, request: HttpRequest, obj: AccessToken, form: AccessTokenForm, change: bool) -> None:
         if change:
             super().save_model(request, obj, form, change)
             forget([obj.key_id])  # a revocation or expiry set here applies at once
@@ -55,6 +62,6 @@ class AccessTokenAdmin(admin.ModelAdmin):
         )
 
     @admin.action(description="Revoke selected tokens")
-    def revoke(self, request, queryset):
+    def revoke(self, request: HttpRequest, queryset: QuerySet[AccessToken]) -> None:
         count = revoke_all(queryset)
         self.message_user(request, f"{count} token(s) revoked.", messages.SUCCESS)

@@ -139,9 +139,10 @@ class McpClient:
                 params = message.get("params")
                 await self._on_notification(message["method"], params if isinstance(params, dict) else {})
             return
-        future = self._pending.get(message.get("id")) if jsonrpc.is_valid_id(message.get("id")) else None
+        request_id = message.get("id")
+        future = self._pending.get(request_id) if jsonrpc.is_valid_id(request_id) else None
         if future is None or future.done():
-            logger.debug("ignoring a response to no pending request: %r", message.get("id"))
+            logger.debug("ignoring a response to no pending request: %r", request_id)
             return
         if "error" in message:
             future.set_exception(_remote_error(message["error"]))
@@ -179,12 +180,13 @@ class McpClient:
             if not isinstance(page, list):
                 raise RemoteError("malformed tools/list result: 'tools' is not a list")
             tools.extend(t for t in page if isinstance(t, dict) and isinstance(t.get("name"), str))
-            cursor = result.get("nextCursor") if isinstance(result, dict) else None
-            if not cursor or not isinstance(cursor, str):
+            next_cursor = result.get("nextCursor") if isinstance(result, dict) else None
+            if not next_cursor or not isinstance(next_cursor, str):
                 return tools
-            if cursor in seen:
-                raise RemoteError(f"tools/list repeats the cursor {cursor!r}")
-            seen.add(cursor)
+            if next_cursor in seen:
+                raise RemoteError(f"tools/list repeats the cursor {next_cursor!r}")
+            seen.add(next_cursor)
+            cursor = next_cursor
         raise RemoteError(f"tools/list did not end within {MAX_TOOL_PAGES} pages")
 
     async def call_tool(

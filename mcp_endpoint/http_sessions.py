@@ -14,6 +14,7 @@ import dataclasses
 import secrets
 import time
 from datetime import datetime, timedelta
+from typing import Any, Literal
 
 from django.conf import settings
 from django.utils import timezone
@@ -86,7 +87,7 @@ def create(token: AccessToken, state: SessionState) -> str:
     return session_id
 
 
-def remembered(session_id: str, token: AccessToken) -> SessionState | bool | None:
+def remembered(session_id: str, token: AccessToken) -> SessionState | Literal[False] | None:
     """The session's state as this process last saw it; None when that settles it is not
     this token's; False when the database must be asked (unknown here, read too long ago,
     or due to be marked active)."""
@@ -163,7 +164,11 @@ def purge(grace: timedelta) -> int:
         total += deleted
 
 
-def fingerprint(state: SessionState) -> tuple:
+# initialized, protocol_version, log_level, subscriptions, client_info, client_capabilities
+Fingerprint = tuple[bool, str | None, str | None, tuple[str, ...], dict[str, Any], dict[str, Any]]
+
+
+def fingerprint(state: SessionState) -> Fingerprint:
     """What a request may change in a session's state, cheaply comparable (no deep copy)."""
     return (
         state.initialized,

@@ -63,7 +63,7 @@ class ListenStreams:
         self,
         request_id: jsonrpc.RequestId,
         honored: dict[str, Any],
-        notify: Callable[[dict], Awaitable[None]],
+        notify: Callable[[dict[str, Any]], Awaitable[None]],
     ) -> None:
         """Acknowledge, then forward matching notifications until cancelled."""
         listener = Listener(

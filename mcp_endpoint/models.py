@@ -14,7 +14,7 @@ class AccessToken(models.Model):
         max_length=16, unique=True, editable=False, help_text="Public part of the token."
     )
     secret_hash = models.CharField(max_length=64, editable=False)
-    scopes = models.JSONField(default=list, help_text="Any of read, control, fel, devices.")
+    scopes = models.JSONField(default=list, help_text="Names of declared scopes (mcp_endpoint.scopes).")
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     expires_at = models.DateTimeField(null=True, blank=True)

@@ -30,6 +30,9 @@ META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 LIST_TTL_MS = 60_000
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
+# What a session hands its transport: one message, or the answers to a batch (one JSON array).
+Outgoing = dict[str, Any] | list[dict[str, Any]]
+SendOutgoing = Callable[[Outgoing], Awaitable[None]]
 CloseStream = Callable[[], Awaitable[None]]
 
 

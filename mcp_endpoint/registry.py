@@ -22,7 +22,8 @@ from typing import Any, Protocol, get_type_hints
 from asgiref.sync import async_to_sync, sync_to_async
 from pydantic import BaseModel, ValidationError
 
-SCOPES = ("read", "control", "fel", "devices")
+from mcp_endpoint.scopes import scopes as declared_scopes
+
 TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
@@ -32,7 +33,7 @@ class Caller:
 
     actor: str
     interface: str
-    scopes: frozenset[str] = frozenset(SCOPES)
+    scopes: frozenset[str] = field(default_factory=lambda: frozenset(declared_scopes.names()))  # all
     audited: bool = False  # record every tool call (network callers with a token)
     rate_key: str | None = None  # calls are rate-limited per key (the token) when set
 
@@ -51,7 +52,7 @@ async def _no_log(level: str, data: Any) -> None:
 
 
 async def _no_client_requests(method: str, params: dict[str, Any]) -> dict[str, Any]:
-    raise ClientRequestError(f"Esta conexión no permite enviar '{method}' al cliente")
+    raise ClientRequestError(f"This connection cannot send '{method}' to the client")
 
 
 async def no_close() -> None:
@@ -156,7 +157,10 @@ def _type_name(value: Any) -> str:
 
 
 def describe_validation_error(exc: ValidationError) -> str:
-    """Turn pydantic's errors into one Spanish sentence a model can act on (seed 000's style)."""
+    """Turn pydantic's errors into one sentence a model can act on. Seed 000 gives the text for
+    missing arguments ("Faltan parámetros requeridos: name, on"), so argument errors are the
+    engine's one family of Spanish texts, all in that seed's wording; the engine's own
+    messages are in English."""
     missing: list[str] = []
     unknown: list[str] = []
     invalid: list[str] = []
@@ -200,14 +204,56 @@ class Tool:
     def __post_init__(self) -> None:
         if not TOOL_NAME_RE.match(self.name):
             raise ValueError(f"invalid tool name {self.name!r}: 1-64 characters of [A-Za-z0-9_.-]")
-        if self.scope not in SCOPES:
-            raise ValueError(f"tool {self.name}: unknown scope {self.scope!r}")
+        if self.scope not in declared_scopes:
+            raise ValueError(f"tool {self.name}: undeclared scope {self.scope!r} (see mcp_endpoint.scopes)")
         if not self.input_schema:
             self.input_schema = _clean_schema(self.input_model.model_json_schema())
         if self.output_schema is None and self.output_model is not None:
             self.output_schema = _clean_schema(self.output_model.model_json_schema())
-        self._is_async = inspect.iscoroutinefunction(self.handler)
-        self._sync_handler = None if self._is_async else sync_to_async(self.handler)
+        # A plain function runs in a thread; None for a coroutine function, awaited as it is.
+        self._sync_handler = (
+            None if inspect.iscoroutinefunction(self.handler) else sync_to_async(self.handler)
+        )
+
+    @classmethod
+    def from_function(
+        cls,
+        func: Callable[..., Any],
+        *,
+        scope: str,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        read_only: bool = False,
+        destructive: bool = False,
+        idempotent: bool = False,
+        open_world: bool = False,
+        output: type[BaseModel] | None = None,
+    ) -> Tool:
+        """A tool from a plain function: the input model is the type of its first parameter,
+        the output model its return type, or `output` for a function that returns a plain dict
+        (a TypedDict its selector gives, sent as it is: no model is built per call); the
+        description defaults to the docstring."""
+        hints = get_type_hints(func)
+        params = list(inspect.signature(func).parameters)
+        output_model = output or hints.get("return")
+        if not (isinstance(output_model, type) and issubclass(output_model, BaseModel)):
+            output_model = None
+        return cls(
+            name=name or func.__name__,
+            description=description or inspect.cleandoc(func.__doc__ or ""),
+            scope=scope,
+            input_model=hints[params[0]],
+            output_model=output_model,
+            handler=func,
+            title=title,
+            annotations={
+                "readOnlyHint": read_only,
+                "destructiveHint": destructive,
+                "idempotentHint": idempotent,
+                "openWorldHint": open_world,
+            },
+        )
 
     def definition(self) -> dict[str, Any]:
         """The tool as `tools/list` shows it."""
@@ -241,7 +287,7 @@ class Tool:
     async def call(self, arguments: Any, ctx: ToolContext) -> ToolResult:
         """Validate, run, and shape the result. Raises ToolError for model-actionable failures."""
         params = self.parse_arguments(arguments)
-        if self._is_async:
+        if self._sync_handler is None:
             value = await self.handler(params, ctx)
         else:
             value = await self._sync_handler(params, ctx)
@@ -255,20 +301,21 @@ class Tool:
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """Drop pydantic's decorative `title`s so the schema reads like a hand-written one."""
 
-    def clean(node: Any) -> Any:
-        if not isinstance(node, dict):
-            return node
+    def clean(node: dict[str, Any]) -> dict[str, Any]:
         out = {k: v for k, v in node.items() if not (k == "title" and isinstance(v, str))}
         for key in ("properties", "$defs"):  # mappings of name -> schema
             if isinstance(out.get(key), dict):
-                out[key] = {name: clean(sub) for name, sub in out[key].items()}
+                out[key] = {name: clean_any(sub) for name, sub in out[key].items()}
         for key in ("items", "additionalProperties", "not"):
             if isinstance(out.get(key), dict):
                 out[key] = clean(out[key])
         for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
             if isinstance(out.get(key), list):
-                out[key] = [clean(sub) for sub in out[key]]
+                out[key] = [clean_any(sub) for sub in out[key]]
         return out
+
+    def clean_any(node: Any) -> Any:
+        return clean(node) if isinstance(node, dict) else node
 
     cleaned = clean(schema)
     cleaned.setdefault("properties", {})
@@ -288,12 +335,27 @@ class ToolProvider(Protocol):
 CallObserver = Callable[[Caller, Tool, Any, ToolResult, float], Awaitable[None]]
 
 
+# The engine's closing paragraph of the server's `instructions`, after the apps' own.
+ENGINE_INSTRUCTIONS = "Tool results are JSON; errors explain what to fix."
+
+
 class ToolRegistry:
     def __init__(self) -> None:
         self._static: dict[str, Tool] = {}
         self._providers: list[ToolProvider] = []
         self._listeners: set[Callable[[], None]] = set()
+        self._instructions: list[str] = []
         self.observers: list[CallObserver] = []
+
+    def add_instructions(self, text: str) -> None:
+        """A paragraph for the server's `instructions` (what an app's tools are for, and how
+        to use them together), from the app's `mcp_tools.py`."""
+        self._instructions.append(text)
+
+    def instructions(self) -> str:
+        """What `initialize` and `server/discover` tell the client: the apps' paragraphs, in
+        the order the apps are installed, then the engine's."""
+        return "\n\n".join([*self._instructions, ENGINE_INSTRUCTIONS])
 
     def add_observer(self, observer: CallObserver) -> None:
         """`observer(caller, tool, arguments, result, seconds)` runs after every call of an
@@ -305,9 +367,6 @@ class ToolRegistry:
             raise ValueError(f"tool {tool.name!r} is already registered")
         self._static[tool.name] = tool
         return tool
-
-    def unregister(self, name: str) -> None:
-        self._static.pop(name, None)
 
     def add_provider(self, provider: ToolProvider) -> None:
         self._providers.append(provider)
@@ -370,34 +429,23 @@ def tool(
     destructive: bool = False,
     idempotent: bool = False,
     open_world: bool = False,
-    target: ToolRegistry | None = None,
+    output: type[BaseModel] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Declare a tool. The input model is the type of the first parameter, the output
-    model the return type; the description defaults to the docstring."""
+    """Declare a tool in the hub's registry (see `Tool.from_function`)."""
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
-        hints = get_type_hints(func)
-        params = list(inspect.signature(func).parameters)
-        input_model = hints[params[0]]
-        output_model = hints.get("return")
-        if not (isinstance(output_model, type) and issubclass(output_model, BaseModel)):
-            output_model = None
-        annotations = {
-            "readOnlyHint": read_only,
-            "destructiveHint": destructive,
-            "idempotentHint": idempotent,
-            "openWorldHint": open_world,
-        }
-        (target or registry).register(
-            Tool(
-                name=name or func.__name__,
-                description=description or inspect.cleandoc(func.__doc__ or ""),
+        registry.register(
+            Tool.from_function(
+                func,
                 scope=scope,
-                input_model=input_model,
-                output_model=output_model,
-                handler=func,
+                name=name,
                 title=title,
-                annotations=annotations,
+                description=description,
+                read_only=read_only,
+                destructive=destructive,
+                idempotent=idempotent,
+                open_world=open_world,
+                output=output,
             )
         )
         return func

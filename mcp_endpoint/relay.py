@@ -23,7 +23,7 @@ from typing import Any
 
 from channels.layers import get_channel_layer
 
-from homehub.groups import keep_joined, receive_forever
+from common.groups import keep_joined, receive_forever
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ class _Listener:
 
     def __init__(self) -> None:
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.tasks: list[asyncio.Task] = []
+        self.tasks: list[asyncio.Task[None]] = []
         self.lock: asyncio.Lock | None = None
 
     async def ensure(self) -> None:

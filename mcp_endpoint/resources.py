@@ -3,7 +3,9 @@
 Apps register providers here (from their `mcp_tools.py`). A resource provider lists
 concrete resources and URI templates, reads a URI, and says which URIs a change event
 touches, so sessions subscribed to those URIs hear `notifications/resources/updated`.
-Change events reach sessions through the channel-layer groups the providers name.
+Change events reach sessions through the channel layer: each provider names the group its
+app announces changes on and the message type of those announcements, whose `event` (a
+dict) is what `uris_for_event` is given.
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ class ResourceContents:
 class ResourceProvider(Protocol):
     scope: str
     change_group: str  # channel-layer group whose messages may touch these resources
+    change_type: str  # the type of those messages (`{"type": change_type, "event": {...}}`)
 
     def list_resources(self) -> list[Resource]: ...
 
@@ -126,6 +129,10 @@ class ResourceRegistry:
     @property
     def change_groups(self) -> set[str]:
         return {p.change_group for p in self.providers}
+
+    @property
+    def change_types(self) -> set[str]:
+        return {p.change_type for p in self.providers}
 
     def visible(self, scopes: frozenset[str]) -> list[ResourceProvider]:
         return [p for p in self.providers if p.scope in scopes]

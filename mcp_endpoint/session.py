@@ -26,7 +26,6 @@ import base64
 import binascii
 import json
 import logging
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -34,10 +33,11 @@ from typing import Any
 
 from django.conf import settings
 
-from mcp_endpoint import jsonrpc, metrics, ratelimit
+from mcp_endpoint import jsonrpc
 from mcp_endpoint.input_rounds import InputRequired, InputRounds
 from mcp_endpoint.jsonrpc import JsonRpcError
 from mcp_endpoint.listen import ListenStreams
+from mcp_endpoint.pipeline import InsufficientScope, RateLimited, UnknownTool, call_tool
 from mcp_endpoint.protocol import (
     BATCH_VERSION,
     HANDSHAKE_VERSIONS,
@@ -49,16 +49,18 @@ from mcp_endpoint.protocol import (
     STATELESS_VERSIONS,
     SUPPORTED_VERSIONS,
     CloseStream,
+    Outgoing,
     RequestContext,
     Send,
+    SendOutgoing,
     SessionState,
     cacheable,
 )
 from mcp_endpoint.registry import (
     Caller,
-    Tool,
+    LogSender,
+    ProgressSender,
     ToolContext,
-    ToolError,
     ToolRegistry,
     ToolResult,
     no_close,
@@ -74,15 +76,6 @@ SERVER_NAME = "homehub"
 SERVER_VERSION = "0.1.0"
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 TOOLS_PAGE_SIZE = 100
-
-INSTRUCTIONS = (
-    "HomeHub runs a home: lights (salon, cocina, dormitorio, bano, garage), an alarm, "
-    "presence of known people, sensors and ESP32 devices, and validates and renders "
-    "Guatemalan FEL invoices. Read the state with get_all_states (or get_presence, "
-    "get_alarm_status, list_lights_on) before changing it with set_light_state or "
-    "set_alarm_state. Tool results are JSON; errors explain what to fix. Every change is "
-    "audited under your identity."
-)
 
 
 def server_info() -> dict[str, str]:
@@ -114,7 +107,7 @@ class ServerSession(ClientRequests, ResourceMethods):
     def __init__(
         self,
         caller: Caller,
-        send: Send,
+        send: SendOutgoing,
         *,
         tools: ToolRegistry = registry,
         state: SessionState | None = None,
@@ -125,14 +118,14 @@ class ServerSession(ClientRequests, ResourceMethods):
         self.tools = tools
         self.resources = resource_registry
         self.state = state or SessionState()
-        self._in_flight: dict[jsonrpc.RequestId, asyncio.Task] = {}
+        self._in_flight: dict[jsonrpc.RequestId, asyncio.Task[None]] = {}
         # Where answers and cancellations for this session's work are routed (see `relay`):
         # the HTTP session id, whose POSTs may reach any process; a private name otherwise.
         self.relay_id: str | None = None
         self._local_id: str | None = None  # made when first needed
         self.can_ask_client = True  # False where the client cannot hear a request (JSON responses)
         self.listens = ListenStreams()  # 2026-07-28 subscriptions/listen streams
-        self._sending: set[asyncio.Task] = set()
+        self._sending: set[asyncio.Task[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._listening = False
         # Awaited before `resources/subscribe` answers: a stream transport starts hearing
@@ -144,7 +137,7 @@ class ServerSession(ClientRequests, ResourceMethods):
     async def receive(self, raw: str | bytes | Any, *, parsed: bool = False) -> None:
         """Stream transports: take one frame; every answer goes out through `send`."""
         try:
-            message = raw if parsed else jsonrpc.parse(raw)
+            message: Any = raw if parsed else jsonrpc.parse(raw)
         except JsonRpcError as exc:
             await self.send(jsonrpc.error_response(None, exc))
             return
@@ -163,7 +156,7 @@ class ServerSession(ClientRequests, ResourceMethods):
                     return
                 task = asyncio.ensure_future(self._answer_cancellable(message))
                 self._in_flight[request_id] = task
-                task.add_done_callback(lambda _t, rid=request_id: self._in_flight.pop(rid, None))
+                task.add_done_callback(lambda _t: self._in_flight.pop(request_id, None))
                 return
         await self._answer(message)
 
@@ -180,7 +173,7 @@ class ServerSession(ClientRequests, ResourceMethods):
 
     async def handle(
         self, message: Any, *, notify: Send | None = None, close_stream: CloseStream | None = None
-    ) -> dict | list | None:
+    ) -> Outgoing | None:
         """One parsed message (or batch) in, its response out (None when nothing is owed)."""
         notify = notify or self.send
         if isinstance(message, list):
@@ -189,7 +182,7 @@ class ServerSession(ClientRequests, ResourceMethods):
 
     async def handle_cancellable(
         self, message: Any, *, notify: Send | None = None, close_stream: CloseStream | None = None
-    ) -> dict | list | None:
+    ) -> Outgoing | None:
         """`handle`, in the current task, but a `notifications/cancelled` for the request,
         received by any process serving this session, stops it: the answer is then None
         (none is owed)."""
@@ -206,7 +199,7 @@ class ServerSession(ClientRequests, ResourceMethods):
                 return None
 
     @contextmanager
-    def cancellable(self, message: Any, task: asyncio.Task) -> Iterator[CancelWatch]:
+    def cancellable(self, message: Any, task: asyncio.Task[Any]) -> Iterator[CancelWatch]:
         """While the block runs, a `notifications/cancelled` for `message` (a request) cancels
         `task`; the watch says whether that happened."""
         watch = CancelWatch()
@@ -236,7 +229,7 @@ class ServerSession(ClientRequests, ResourceMethods):
 
     # --- dispatch --------------------------------------------------------------------------
 
-    async def _handle_batch(self, batch: list, notify: Send) -> list | dict | None:
+    async def _handle_batch(self, batch: list[Any], notify: Send) -> Outgoing | None:
         if self.state.protocol_version != BATCH_VERSION:
             version = self.state.protocol_version or "this session"
             return jsonrpc.error_response(
@@ -263,7 +256,7 @@ class ServerSession(ClientRequests, ResourceMethods):
 
     async def _handle_one(
         self, message: Any, notify: Send, close_stream: CloseStream | None = None
-    ) -> dict | None:
+    ) -> dict[str, Any] | None:
         try:
             kind = jsonrpc.classify(message)
         except JsonRpcError as exc:
@@ -363,14 +356,14 @@ class ServerSession(ClientRequests, ResourceMethods):
             "protocolVersion": version,
             "capabilities": self.capabilities(),
             "serverInfo": server_info(),
-            "instructions": INSTRUCTIONS,
+            "instructions": self.tools.instructions(),
         }
 
     async def _discover(self, ctx: RequestContext) -> dict[str, Any]:
         return {
             "supportedVersions": list(SUPPORTED_VERSIONS),
             "capabilities": self.capabilities(),
-            "instructions": INSTRUCTIONS,
+            "instructions": self.tools.instructions(),
             "ttlMs": LIST_TTL_MS,
             "cacheScope": "private",
         }
@@ -432,61 +425,35 @@ class ServerSession(ClientRequests, ResourceMethods):
         return cacheable(ctx, result)
 
     async def _call_tool(self, ctx: RequestContext) -> dict[str, Any]:
+        """`tools/call`, through the registry's one pipeline (`pipeline.call_tool`)."""
         name = ctx.params.get("name")
         if not isinstance(name, str) or not name:
             raise JsonRpcError(
                 jsonrpc.INVALID_PARAMS, "Invalid params: 'name' (the tool to call) is required"
             )
-        tool = self.tools.get(name)
-        if tool is None:
-            metrics.record_call(metrics.UNKNOWN_TOOL, "unknown_tool", self.caller.interface)
-            raise JsonRpcError(jsonrpc.INVALID_PARAMS, f"Unknown tool: {name}")
-        arguments = ctx.params.get("arguments")
-        if tool.scope not in self.caller.scopes:
-            metrics.record_call(name, "forbidden", self.caller.interface)
-            refusal = f"Insufficient scope: tool '{name}' requires the '{tool.scope}' scope"
-            await self._audit(tool, arguments, ToolResult(is_error=True, text=refusal), 0.0)
-            raise JsonRpcError(jsonrpc.FORBIDDEN, refusal, {"requiredScope": tool.scope})
         if ctx.stateless:
             ctx.input_rounds = InputRounds.from_params(name, ctx.params)
-        started = time.perf_counter()
-        retry_after = ratelimit.retry_after(self.caller.rate_key) if self.caller.rate_key else None
-        if retry_after is not None:
-            outcome = ToolResult(
-                is_error=True,
-                text=f"Límite de llamadas excedido para este token: reintente en {retry_after:.0f} s",
-            )
-        else:
-            tool_ctx = ToolContext(
-                caller=self.caller,
-                send_progress=self._progress_sender(ctx),
-                send_log=self._log_sender(ctx),
-                send_request=lambda method, params: self.request_client(ctx, method, params),
-                send_close=ctx.close_stream or no_close,
-            )
-            try:
-                outcome = await run_tool(tool, arguments, tool_ctx)
-            except InputRequired as asked:  # the client answers and calls again: nothing to audit yet
-                assert ctx.input_rounds is not None
-                metrics.record_call(name, "input_required", self.caller.interface)
-                return ctx.input_rounds.result(asked)
-        elapsed = time.perf_counter() - started
-        if retry_after is not None:
-            metrics.record_call(name, "rate_limited", self.caller.interface)
-        else:
-            result = "error" if outcome.is_error else "ok"
-            metrics.record_call(name, result, self.caller.interface, elapsed)
-        if not outcome.audited:
-            await self._audit(tool, arguments, outcome, elapsed)
+        tool_ctx = ToolContext(
+            caller=self.caller,
+            send_progress=self._progress_sender(ctx),
+            send_log=self._log_sender(ctx),
+            send_request=lambda method, params: self.request_client(ctx, method, params),
+            send_close=ctx.close_stream or no_close,
+        )
+        try:
+            outcome = await call_tool(name, ctx.params.get("arguments"), tool_ctx, tools=self.tools)
+        except UnknownTool as refused:
+            raise JsonRpcError(jsonrpc.INVALID_PARAMS, refused.message) from None
+        except InsufficientScope as refused:
+            raise JsonRpcError(jsonrpc.FORBIDDEN, refused.message, {"requiredScope": refused.scope}) from None
+        except RateLimited as refused:
+            return ToolResult(is_error=True, text=refused.message).as_mcp()
+        except InputRequired as asked:
+            assert ctx.input_rounds is not None
+            return ctx.input_rounds.result(asked)
         return outcome.as_mcp()
 
-    async def _audit(self, tool: Tool, arguments: Any, outcome: ToolResult, seconds: float) -> None:
-        """Hand an audited caller's call to the registry's observers (before it is answered)."""
-        if self.caller.audited:
-            for observer in self.tools.observers:
-                await observer(self.caller, tool, arguments, outcome, seconds)
-
-    def _progress_sender(self, ctx: RequestContext):
+    def _progress_sender(self, ctx: RequestContext) -> ProgressSender:
         token = ctx.progress_token
 
         async def send_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -501,7 +468,7 @@ class ServerSession(ClientRequests, ResourceMethods):
 
         return send_progress
 
-    def _log_sender(self, ctx: RequestContext):
+    def _log_sender(self, ctx: RequestContext) -> LogSender:
         threshold = LOG_LEVELS.index(ctx.log_level) if ctx.log_level else len(LOG_LEVELS)
 
         async def send_log(level: str, data: Any) -> None:
@@ -538,27 +505,6 @@ def too_many_in_flight() -> JsonRpcError:
         f"Too many requests at once: at most {limit} may run in one session; wait for an answer",
         {"limit": limit},
     )
-
-
-async def run_tool(tool, arguments: Any, ctx: ToolContext) -> ToolResult:
-    """Run one tool call; failures the model can act on become `isError` results."""
-    try:
-        return await tool.call(arguments, ctx)
-    except ToolError as exc:
-        return ToolResult(
-            structured=exc.structured, is_error=True, text=_error_text(exc), audited=exc.audited
-        )
-    except (asyncio.CancelledError, InputRequired):
-        raise
-    except Exception:
-        logger.exception("tool %s failed", tool.name)
-        return ToolResult(is_error=True, text=f"Error interno al ejecutar la herramienta '{tool.name}'")
-
-
-def _error_text(exc: ToolError) -> str:
-    if exc.structured is not None:
-        return json.dumps(exc.structured, ensure_ascii=False)
-    return exc.message
 
 
 def _encode_cursor(offset: int) -> str:

@@ -14,6 +14,7 @@ import asyncio
 import logging
 import secrets
 import uuid
+from contextlib import AbstractContextManager
 from typing import Any
 
 from django.conf import settings
@@ -54,13 +55,13 @@ class ClientRequests:
         declared = self._client_capabilities(ctx)
         if capability and capability not in declared:
             raise ClientRequestError(
-                f"El cliente no declaró la capacidad '{capability}': no admite '{method}'"
+                f"The client did not declare the '{capability}' capability: it does not accept '{method}'"
             )
         if ctx.input_rounds is not None:  # stateless: answered by the client's retry
             return ctx.input_rounds.answer_or_ask(method, params)
         if ctx.stateless or not self.can_ask_client:
             raise ClientRequestError(
-                f"No se puede enviar '{method}' al cliente en esta petición: no hay un stream de respuesta"
+                f"Cannot send '{method}' to the client in this request: there is no response stream"
             )
         request_id = f"hh-{secrets.token_urlsafe(12)}"
         answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
@@ -78,7 +79,9 @@ class ClientRequests:
             except TimeoutError:
                 cancel = {"requestId": request_id, "reason": f"no answer within {timeout:g} s"}
                 await quietly(ctx.notify, jsonrpc.notification("notifications/cancelled", cancel))
-                raise ClientRequestError(f"El cliente no respondió a '{method}' en {timeout:g} s") from None
+                raise ClientRequestError(
+                    f"The client did not answer '{method}' within {timeout:g} s"
+                ) from None
             except asyncio.CancelledError:
                 cancel = {"requestId": request_id, "reason": "the tool call was cancelled"}
                 await quietly(ctx.notify, jsonrpc.notification("notifications/cancelled", cancel))
@@ -86,11 +89,11 @@ class ClientRequests:
         if "error" in message:
             error = message["error"] if isinstance(message["error"], dict) else {}
             raise ClientRequestError(
-                f"El cliente respondió a '{method}' con un error: {error.get('message', 'sin mensaje')}"
+                f"The client answered '{method}' with an error: {error.get('message', 'no message')}"
             )
         result = message.get("result")
         if not isinstance(result, dict):
-            raise ClientRequestError(f"El cliente respondió a '{method}' sin un resultado válido")
+            raise ClientRequestError(f"The client answered '{method}' without a valid result")
         return result
 
     def _client_capabilities(self, ctx: RequestContext) -> dict[str, Any]:
@@ -108,7 +111,7 @@ class ClientRequests:
             self._local_id = f"local:{uuid.uuid4().hex}"
         return self._local_id
 
-    def _expecting(self, kind: str, key: relay.Key, handler: relay.Handler):
+    def _expecting(self, kind: str, key: relay.Key, handler: relay.Handler) -> AbstractContextManager[None]:
         return relay.expecting(kind, self._relay_name, key, handler)
 
     async def _deliver(self, kind: str, key: relay.Key, payload: Any) -> None:

@@ -26,12 +26,14 @@ COMPLETION_MAX_VALUES = 100  # the most `completion/complete` may return
 class ResourceMethods:
     """Handlers of `ServerSession` for resources, prompts, completions and subscriptions."""
 
-    # Set by ServerSession.__init__; its `listen_for_changes` and `_send_quietly` are used too.
+    # Set by ServerSession.__init__, and two of its methods.
     caller: Caller
     state: SessionState
     resources: ResourceRegistry
     listens: ListenStreams
     on_subscribe: Callable[[], Awaitable[None]] | None
+    listen_for_changes: Callable[[], None]
+    _send_quietly: Callable[[dict[str, Any]], Awaitable[None]]
 
     async def _list_resources(self, ctx: RequestContext) -> dict[str, Any]:
         listed = [

@@ -26,16 +26,18 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.cache import cache
 
+from mcp_endpoint.protocol import Outgoing
+
 
 @dataclass
 class StreamRecord:
     kind: str  # "get" or "post"
-    events: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # (seq, message)
+    events: list[tuple[int, Outgoing]] = field(default_factory=list)  # (seq, message)
     done: bool = False  # the stream has sent its last event (a POST stream's response)
     kept: int = 0  # events written to the cache so far, dropped ones included
     saved_seq: int = 0  # the highest id among them: events after it are not written yet
 
-    def after(self, seq: int) -> list[tuple[int, dict[str, Any]]]:
+    def after(self, seq: int) -> list[tuple[int, Outgoing]]:
         return [(n, message) for n, message in self.events if n > seq]
 
 

@@ -22,11 +22,13 @@ from datetime import datetime, timedelta
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db.models import QuerySet
 from django.utils import timezone
 
 from mcp_endpoint.models import AccessToken
-from mcp_endpoint.registry import SCOPES, Caller
+from mcp_endpoint.registry import Caller
+from mcp_endpoint.scopes import scopes as declared_scopes
 
 PREFIX = "hh_"
 LAST_USED_RESOLUTION = timedelta(minutes=1)  # do not write a row on every call
@@ -37,17 +39,12 @@ def _hash(secret: str) -> str:
 
 
 def parse_scopes(text: str | list[str]) -> list[str]:
-    """'read,control' -> ['read', 'control']; unknown scopes are a ValueError."""
-    items = text.split(",") if isinstance(text, str) else text
-    scopes = [s.strip() for s in items if s.strip()]
-    unknown = sorted(set(scopes) - set(SCOPES))
-    if unknown:
-        raise ValueError(f"unknown scope(s): {', '.join(unknown)} (known: {', '.join(SCOPES)})")
-    return [s for s in SCOPES if s in scopes]
+    """'read,control' -> ['read', 'control']; undeclared scopes are a ValueError."""
+    return declared_scopes.parse(text)
 
 
 def create_token(
-    name: str, scopes: list[str], *, owner=None, expires_at: datetime | None = None
+    name: str, scopes: list[str], *, owner: User | None = None, expires_at: datetime | None = None
 ) -> tuple[AccessToken, str]:
     """Create a token; returns the row and the secret string, which is shown once only."""
     key_id = secrets.token_hex(6)

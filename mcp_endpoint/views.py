@@ -1,11 +1,11 @@
 """OAuth 2.0 protected-resource metadata (RFC 9728) for `/mcp`."""
 
-from django.http import JsonResponse
+from django.http import HttpRequest, JsonResponse
 
-from mcp_endpoint.registry import SCOPES
+from mcp_endpoint.scopes import scopes
 
 
-def protected_resource_metadata(request):
+def protected_resource_metadata(request: HttpRequest) -> JsonResponse:
     base = f"{request.scheme}://{request.get_host()}"
     return JsonResponse(
         {
@@ -13,6 +13,6 @@ def protected_resource_metadata(request):
             "resource_name": "HomeHub MCP",
             "authorization_servers": [],
             "bearer_methods_supported": ["header"],
-            "scopes_supported": list(SCOPES),
+            "scopes_supported": list(scopes.names()),
         }
     )

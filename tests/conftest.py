@@ -110,6 +110,19 @@ def make_token(transactional_db):
 
 
 @pytest.fixture
+def extra_tools():
+    """A `ToolSet` in the hub's registry for this test: tools declared on it with
+    `tests.mcp_helpers.tool_on` are served by every transport until the test ends."""
+    from mcp_endpoint.registry import registry
+    from tests.mcp_helpers import ToolSet
+
+    tools = ToolSet()
+    registry.add_provider(tools)
+    yield tools
+    registry.remove_provider(tools)
+
+
+@pytest.fixture
 def redis_url():
     """A Redis database of its own for the test (skipped where no Redis runs): databases 1-15
     are claimed with a key in database 0, so that the SQLite and PostgreSQL passes of

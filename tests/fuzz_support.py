@@ -158,7 +158,7 @@ def assert_clear(answer: Any) -> None:
         assert one.get("error", {}).get("code") != -32603, one
         result = one.get("result")
         if isinstance(result, dict) and result.get("isError"):
-            assert "Error interno" not in result["content"][0]["text"], one
+            assert "Internal error" not in result["content"][0]["text"], one
 
 
 def home_snapshot() -> dict[str, Any]:

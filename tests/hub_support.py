@@ -19,6 +19,8 @@ from tests.conftest import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 READY_PATH = "/.well-known/oauth-protected-resource"  # answered without a login or a database row
+# A hub with the MCP conformance suite's fixture tools (tests/conformance_app) installed.
+CONFORMANCE_SETTINGS = "homehub.settings_conformance"
 
 
 class HubProcess:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from mcp_endpoint.registry import Caller, ToolRegistry, registry
+from mcp_endpoint.registry import Caller, Tool, ToolRegistry, registry
 from mcp_endpoint.session import ServerSession
 
 ALL = frozenset({"read", "control", "fel", "devices"})
@@ -14,6 +15,34 @@ MODERN_META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {},
 }
+
+
+class ToolSet:
+    """A `ToolProvider` of a test's own tools, for the hub's registry (the `extra_tools`
+    fixture adds it for the test and removes it after)."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, Tool] = {}
+
+    def register(self, tool: Tool) -> Tool:
+        self._tools[tool.name] = tool
+        return tool
+
+    def tools(self) -> Iterable[Tool]:
+        return self._tools.values()
+
+    def tool(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+
+def tool_on(target: ToolRegistry | ToolSet, **options: Any) -> Callable[[Callable], Callable]:
+    """`@tool(...)` for a test's own registry or tool set (options of `Tool.from_function`)."""
+
+    def decorate(func: Callable) -> Callable:
+        target.register(Tool.from_function(func, **options))
+        return func
+
+    return decorate
 
 
 class Peer:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import TypeGuard
 
 TELEMETRY = "office/#"  # every shape, so that a wrong one is recorded as rejected
 DISCOVERY = "mcp/discovery"
@@ -60,7 +61,7 @@ def tree(topic_filter: str) -> str:
     return parts[2] if parts[0] == "$share" and len(parts) > 2 else parts[0]
 
 
-def valid_agent_id(agent_id: object) -> bool:
+def valid_agent_id(agent_id: object) -> TypeGuard[str]:
     return isinstance(agent_id, str) and AGENT_ID.fullmatch(agent_id) is not None and agent_id != PROBE_MARK
 
 

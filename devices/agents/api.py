@@ -9,11 +9,11 @@ from django.http import HttpRequest
 from ninja import Field, Router, Schema, Status
 from ninja.errors import HttpError
 
-from common.rest import Error, Name
+from common.rest import Error, Name, need
 from devices.agents import selectors
-from devices.agents.calls import AgentCallError, call_agent_tool
+from devices.agents.calls import call_agent_tool, http_status
+from devices.agents.outcomes import CallFailed
 from devices.audit.models import Event
-from homehub.api import need
 
 REST = Event.Interface.REST
 router = Router(tags=["agents"])
@@ -53,7 +53,7 @@ def list_agents(request: HttpRequest):
     return selectors.agents()
 
 
-def _agent_or_404(agent_id: str) -> dict[str, Any]:
+def _agent_or_404(agent_id: str) -> selectors.AgentRow:
     row = selectors.agent(agent_id)
     if row is None:
         raise HttpError(404, f"Unknown agent '{agent_id}'.")
@@ -78,7 +78,7 @@ def list_agent_tools(request: HttpRequest, agent_id: Name):
 
 @router.post(
     "/agents/{agent_id}/tools/{tool}/call",
-    response={200: ToolCallOut, 404: Error, 409: Error, 502: Error, 503: Error},
+    response={200: ToolCallOut, 404: Error, 409: Error, 500: Error, 502: Error, 503: Error, 504: Error},
     summary="Call a tool on an online agent",
 )
 def call_tool(request: HttpRequest, agent_id: Name, tool: Name, call: ToolCall):
@@ -88,5 +88,5 @@ def call_tool(request: HttpRequest, agent_id: Name, tool: Name, call: ToolCall):
         return Status(404, {"detail": f"Agent '{agent_id}' has no tool '{tool}'."})
     try:
         return call_agent_tool(agent_id, tool, call.arguments, actor=actor, interface=REST)
-    except AgentCallError as exc:
-        return Status(exc.status, {"detail": exc.message})
+    except CallFailed as failure:
+        return Status(http_status(failure), {"detail": failure.message})

@@ -1,7 +1,8 @@
 """Calling an ESP32 agent's tool from the dashboard or the REST API, through the gateway.
 
 The gateway (`devices.agents.gateway`) routes the call to whichever hub process holds the
-device's socket and audits it; this module only adapts its outcome for people and HTTP.
+device's connection and audits it; this module adapts it for sync views, and gives each
+outcome type its HTTP status (`http_status`), which the REST API and the dashboard answer.
 """
 
 from __future__ import annotations
@@ -13,38 +14,48 @@ from typing import Any
 from asgiref.sync import async_to_sync
 
 from devices.agents.gateway import gateway
+from devices.agents.outcomes import (
+    CallFailed,
+    CallRefused,
+    DeviceError,
+    DeviceGone,
+    DeviceTimeout,
+    HubStopping,
+    UnknownAgent,
+    UnknownTool,
+    absent,
+)
 from devices.agents.selectors import aagent_presence
-from mcp_endpoint.registry import Caller, ToolError
+from mcp_endpoint.registry import Caller
 
 STOP_CHECK_SECONDS = 0.25  # how often a waiting thread checks that the serving loop still runs
 
+HTTP_STATUS: dict[type[CallFailed], int] = {
+    UnknownAgent: 404,
+    UnknownTool: 404,
+    CallRefused: 409,  # not approved: the agent's state, not the request, stands in the way
+    DeviceGone: 409,  # offline, or gone mid-call: call again once it is back
+    DeviceError: 502,  # the device answered with an error
+    HubStopping: 503,
+    DeviceTimeout: 504,
+    CallFailed: 500,  # the hub's own failure
+}
 
-class AgentCallError(Exception):
-    """A call that could not be made; `status` is the HTTP status that fits it."""
 
-    def __init__(self, message: str, status: int) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
+def http_status(failure: CallFailed) -> int:
+    return HTTP_STATUS[type(failure)]
 
 
 async def acall_agent_tool(
     agent_id: str, tool: str, arguments: dict[str, Any], *, actor: str, interface: str
 ) -> dict[str, Any]:
-    """The device's MCP result (`content`, `structuredContent`, `isError`)."""
+    """The device's MCP result (`content`, `structuredContent`, `isError`); raises a `CallFailed`."""
     presence = await aagent_presence(agent_id)
-    if presence == "unknown":
-        raise AgentCallError(f"Unknown agent '{agent_id}'.", 404)
     if presence != "online":
-        raise AgentCallError(f"Agent '{agent_id}' is {presence}: it cannot take calls now.", 409)
+        raise absent(agent_id, presence)
     await gateway.start()
     caller = Caller(actor=actor, interface=interface, audited=True)
-    try:
-        result = await gateway.call(agent_id, tool, arguments, caller)
-    except ToolError as exc:
-        text = str(exc)
-        status = 404 if "has no tool" in text else 409 if "offline" in text else 502
-        raise AgentCallError(text, status) from None
+    result = await gateway.call(agent_id, tool, arguments, caller)
     return result.as_mcp()
 
 
@@ -68,7 +79,7 @@ def call_agent_tool(
         except concurrent.futures.TimeoutError:
             if not loop.is_running():
                 future.cancel()
-                raise AgentCallError("The hub is stopping: try again in a moment.", 503) from None
+                raise HubStopping.now() from None
 
 
-__all__ = ["AgentCallError", "acall_agent_tool", "call_agent_tool"]
+__all__ = ["HTTP_STATUS", "acall_agent_tool", "call_agent_tool", "http_status"]

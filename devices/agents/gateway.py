@@ -6,11 +6,12 @@ loaded when the process serves its first connection and refreshed, one agent at 
 whenever any process announces a change on the channel layer; each refresh tells the
 local MCP sessions that the tool list changed.
 
-A call goes to the agent's channel-layer group, which only the consumer holding the
-device's socket has joined (in whichever process), and the answer comes back on a reply
+A call goes to the agent's channel-layer group, which only the link holding the device's
+connection has joined (in whichever process), and the answer comes back on a reply
 channel of the caller's process; a device connected to the caller's own process is
-called directly. The device's result (content, isError) is returned as
-it came; offline agents, timeouts and device errors become `ToolError`s worded for a model.
+called directly (its `DeviceLink`). A call ends in a `CallResult` (the device's content and
+isError, as it came) or a `CallFailed` of the type that says why (devices/agents/outcomes.py),
+worded for a model; each door maps it by type (MCP: `as_tool_result` below).
 """
 
 from __future__ import annotations
@@ -23,14 +24,16 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from channels.layers import get_channel_layer
 from django.conf import settings
 from pydantic import BaseModel, ConfigDict
 
+from common.groups import channel_layer, keep_joined, receive_forever
+from common.tasks import Tasks
 from devices.agents import agent_channels, selectors
 from devices.agents import services as agent_services
+from devices.agents.link import local_links
+from devices.agents.outcomes import CallFailed, CallResult, DeviceTimeout, UnknownTool, absent, from_wire
 from devices.agents.services import arecord_agent_call
-from homehub.groups import keep_joined, receive_forever
 from mcp_endpoint.registry import Caller, Tool, ToolContext, ToolError, ToolResult, registry
 
 logger = logging.getLogger(__name__)
@@ -62,47 +65,17 @@ def exposed_name(agent_id: str, tool: str, *, hashed: bool = False) -> str:
     return f"{readable[:53]}_{digest}"
 
 
-def _call_failure(agent_id: str, tool: str, reply: dict[str, Any]) -> str:
-    failure = reply.get("failure")
-    message = reply.get("message") or ""
-    if failure == "timeout":
-        return (
-            f"Agent '{agent_id}' did not answer tool '{tool}' within {reply.get('timeout', 0):g} s; "
-            "the device may be busy or out of reach. Try again later."
-        )
-    if failure == "disconnected":
-        return (
-            f"Agent '{agent_id}' disconnected before answering tool '{tool}'; the action may or may "
-            "not have happened. Call list_agents to see when it is back online."
-        )
-    if failure == "device":
-        code = reply.get("code")
-        return f"Agent '{agent_id}' refused tool '{tool}': {message}" + (f" (code {code})" if code else "")
-    return f"Agent '{agent_id}' could not run tool '{tool}': {message}"
-
-
-def _absent_agent(agent_id: str, presence: str) -> str:
-    if presence == "unknown":
-        return f"Unknown agent '{agent_id}'. Call list_agents to see the agents and their tools."
-    if presence == "pending":
-        return f"Agent '{agent_id}' is waiting for an administrator's approval."
-    return (
-        f"Agent '{agent_id}' is offline (devices connect only while active). "
-        "Call list_agents to see which agents are online."
-    )
-
-
 class DeviceGateway:
     """A `ToolProvider` for the registry, and the router of calls to devices."""
 
     def __init__(self) -> None:
-        self._agents: dict[str, dict[str, Any]] = {}  # agent_id -> {"name", "call_timeout", "tools"}
+        self._agents: dict[str, selectors.OnlineAgent] = {}
         self._tools: dict[str, Tool] = {}  # exposed name -> tool
         self._routes: dict[str, tuple[str, str]] = {}  # exposed name -> (agent id, device tool name)
         self._names: dict[str, list[str]] = {}  # agent id -> its exposed names
         self._ready: asyncio.Future[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._tasks: list[asyncio.Task[None]] = []
+        self._tasks = Tasks("gateway")
         self._changed: set[str] = set()
         self._wake: asyncio.Event | None = None
 
@@ -142,19 +115,18 @@ class DeviceGateway:
         await asyncio.shield(self._ready)
 
     async def _start(self) -> None:
-        layer = get_channel_layer()
+        layer = channel_layer()
         # The default prefix: channels-redis reads all of a process's channels from one
         # Redis key only if they share it.
         channel = await layer.new_channel()
         await layer.group_add(agent_channels.AGENT_CHANGES_GROUP, channel)
         self._wake = asyncio.Event()
         await self.refresh()
-        self._tasks = [
-            keep_joined(layer, lambda: [agent_channels.AGENT_CHANGES_GROUP], channel),
-            asyncio.ensure_future(receive_forever(layer, channel, self._note_change, "gateway")),
-            asyncio.ensure_future(self._refresh_changed()),
-            asyncio.ensure_future(self._vouch_for_devices()),
-        ]
+        self._tasks = Tasks("gateway")  # those of an earlier start went with its loop
+        self._tasks.spawn(keep_joined(layer, lambda: [agent_channels.AGENT_CHANGES_GROUP], channel))
+        self._tasks.spawn(receive_forever(layer, channel, self._note_change, "gateway"))
+        self._tasks.spawn(self._refresh_changed())
+        self._tasks.spawn(self._vouch_for_devices())
 
     async def _note_change(self, message: dict[str, Any]) -> None:
         """Note which agent changed; kept quick so that a burst (a thousand devices
@@ -189,7 +161,7 @@ class DeviceGateway:
         while True:
             await asyncio.sleep(interval)
             try:
-                await agent_services.atouch_agents(list(agent_channels.local_devices))
+                await agent_services.atouch_agents(list(local_links))
                 gone = await agent_services.aend_silent_sessions(3 * interval)
                 if gone:
                     logger.warning(
@@ -219,7 +191,7 @@ class DeviceGateway:
             self._tools.pop(name, None)
             self._routes.pop(name, None)
 
-    def _add(self, agent_id: str, agent: dict[str, Any]) -> None:
+    def _add(self, agent_id: str, agent: selectors.OnlineAgent) -> None:
         self._agents[agent_id] = agent
         names = self._names[agent_id] = []
         label = agent["name"] or agent_id
@@ -246,52 +218,41 @@ class DeviceGateway:
         self, agent_id: str, tool: str
     ) -> Callable[[DeviceArguments, ToolContext], Awaitable[ToolResult]]:
         async def call_device_tool(args: DeviceArguments, ctx: ToolContext) -> ToolResult:
-            return await self.call(agent_id, tool, args.model_dump(), ctx.caller)
+            return await as_tool_result(self.call(agent_id, tool, args.model_dump(), ctx.caller))
 
         return call_device_tool
 
     # --- calls -------------------------------------------------------------------------------
 
-    async def call(self, agent_id: str, tool: str, arguments: dict[str, Any], caller: Caller) -> ToolResult:
+    async def call(self, agent_id: str, tool: str, arguments: dict[str, Any], caller: Caller) -> CallResult:
         """Run `tool` on the agent's device and audit the call, whatever its outcome."""
         started = time.perf_counter()
         try:
             result = await self._route(agent_id, tool, arguments)
-        except ToolError as exc:
-            await self._audit(caller, agent_id, tool, arguments, started, {"ok": False, "error": exc.message})
-            exc.audited = True
+        except CallFailed as failure:
+            await self._audit(
+                caller, agent_id, tool, arguments, started, {"ok": False, "error": failure.message}
+            )
             raise
-        content = result.get("content")
-        structured = result.get("structuredContent")
-        outcome = ToolResult(
-            content=content if isinstance(content, list) else [],
-            structured=structured if isinstance(structured, dict) else None,
-            is_error=bool(result.get("isError", False)),
-            audited=True,
-        )
-        await self._audit(caller, agent_id, tool, arguments, started, {"ok": not outcome.is_error})
-        return outcome
+        await self._audit(caller, agent_id, tool, arguments, started, {"ok": not result.is_error})
+        return result
 
-    async def _route(self, agent_id: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        serve = agent_channels.local_devices.get(agent_id)
+    async def _route(self, agent_id: str, tool: str, arguments: dict[str, Any]) -> CallResult:
+        link = local_links.get(agent_id)
         agent = self._agents.get(agent_id)
-        if serve is None or agent is None:
+        if link is None or agent is None:
             # Not connected here: the view may lag the database by a feed round, so ask it, as
             # list_agents does (online or not), before routing the call or refusing it.
             await self.refresh([agent_id])
             agent = self._agents.get(agent_id)
         if agent is None:
-            raise ToolError(_absent_agent(agent_id, await selectors.aagent_presence(agent_id)))
+            raise absent(agent_id, await selectors.aagent_presence(agent_id))
         if not any(spec["name"] == tool for spec in agent["tools"]):
-            known = ", ".join(spec["name"] for spec in agent["tools"]) or "none"
-            raise ToolError(f"Agent '{agent_id}' has no tool '{tool}'. Its tools: {known}.")
+            raise UnknownTool.of(agent_id, tool, [spec["name"] for spec in agent["tools"]])
         timeout = agent["call_timeout"]
-        if serve is not None:
-            reply = await serve(tool, arguments, timeout)
-            if "result" in reply:
-                return reply["result"]
-            raise ToolError(_call_failure(agent_id, tool, reply))
-        layer = get_channel_layer()
+        if link is not None:
+            return await link.serve(tool, arguments, timeout)
+        layer = channel_layer()
         reply_to = await layer.new_channel()
         await layer.group_send(
             agent_channels.agent_group(agent_id),
@@ -307,10 +268,8 @@ class DeviceGateway:
         try:
             reply = await asyncio.wait_for(layer.receive(reply_to), timeout + REPLY_GRACE_SECONDS)
         except TimeoutError:
-            reply = {"failure": "timeout", "timeout": timeout}
-        if "result" in reply:
-            return reply["result"]
-        raise ToolError(_call_failure(agent_id, tool, reply))
+            raise DeviceTimeout.after(agent_id, tool, timeout) from None
+        return from_wire(reply)
 
     async def _audit(
         self,
@@ -333,6 +292,18 @@ class DeviceGateway:
 
 
 gateway = DeviceGateway()
+
+
+async def as_tool_result(call: Awaitable[CallResult]) -> ToolResult:
+    """The MCP door: the device's answer as it came, or any failure as a tool error (`isError`)
+    with its message; both already audited by the gateway."""
+    try:
+        result = await call
+    except CallFailed as failure:
+        raise ToolError(failure.message, audited=True) from None
+    return ToolResult(
+        content=result.content, structured=result.structured, is_error=result.is_error, audited=True
+    )
 
 
 def with_gateway(app: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[None]]:

@@ -7,8 +7,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from common.storable import LookupText
 from devices.agents import selectors
-from devices.agents.gateway import gateway
-from mcp_endpoint.registry import ToolContext, ToolResult, tool
+from devices.agents.gateway import as_tool_result, gateway
+from mcp_endpoint.registry import ToolContext, ToolResult, registry, tool
+from mcp_endpoint.scopes import declare_scope
+
+declare_scope("devices", "ESP32 agents: list them and call their tools")
+registry.add_instructions(
+    "ESP32 devices offer tools of their own: list_agents shows them, call_agent_tool calls one "
+    "(each online device's tools also appear under names of their own)."
+)
 
 
 class NoArguments(BaseModel):
@@ -51,16 +58,20 @@ def list_agents(args: NoArguments, ctx: ToolContext) -> AgentList:
         names = gateway.names_of(agent["agent_id"])
         last_seen = agent["last_seen"]
         agents.append(
-            {
-                **agent,
-                "last_seen": last_seen.isoformat() if last_seen else None,
-                "tools": [{**t, "gateway_name": names.get(t["name"])} for t in agent["tools"]],
-            }
+            AgentInfo(
+                agent_id=agent["agent_id"],
+                name=agent["name"],
+                transport=agent["transport"],
+                online=agent["online"],
+                last_seen=last_seen.isoformat() if last_seen else None,
+                server_info=agent["server_info"],
+                tools=[AgentToolInfo(**t, gateway_name=names.get(t["name"])) for t in agent["tools"]],
+            )
         )
-    return {"agents": agents}
+    return AgentList(agents=agents)
 
 
 @tool(scope="devices", open_world=True)
 async def call_agent_tool(args: CallAgentToolInput, ctx: ToolContext) -> ToolResult:
     """Calls one tool of an online ESP32 agent and returns the device's answer"""
-    return await gateway.call(args.agent_id, args.tool, args.arguments, ctx.caller)
+    return await as_tool_result(gateway.call(args.agent_id, args.tool, args.arguments, ctx.caller))

@@ -7,9 +7,10 @@ for agents that declare `"methods": ["tools/list", "tools/call"]`). Answers come
 `mcp/{id}/response/{request_id}`; the JSON-RPC id inside is authoritative, and duplicate
 or late answers find no pending request and are dropped.
 
-Calls reach an agent through the same gateway as WebSocket devices: the owning worker
-registers the agent in `agent_channels.local_devices` (for callers in its own process)
-and joins the agent's channel-layer group (for callers in other processes).
+Each agent the worker owns is an `MqttLink`, a `DeviceLink` (devices/agents/link.py): calls
+reach it through the same gateway as WebSocket devices, directly from the worker's own
+process and through the agent's channel-layer group from others. The links of one worker
+share its channel, whose messages the bridge hands to the link of the agent they name.
 
 One worker owns an agent: the one whose session the database recorded last. An agent
 announces at boot and again on the hub's birth message, and the two announcements may
@@ -17,6 +18,7 @@ reach two workers of the group at once; each, once in the agent's group, and aga
 told another took the agent over, lets go unless the database still names its session.
 (Letting go on the word alone left both in the group when the word came before the other
 had joined, and every call reached the agent twice; or neither, when the words crossed.)
+That is `DeviceLink.attach` and `step_aside`, as for every transport.
 
 An agent is offline after its last will (`offline` on `mcp/{id}/status`), or after it has
 been silent for three of its declared heartbeats (`"heartbeat": seconds` in its
@@ -37,19 +39,23 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from channels.layers import get_channel_layer
 
+from common.groups import receive_forever
 from common.mqtt import topics
 from common.storable import storable_text
-from devices.agents import agent_channels, selectors
+from common.tasks import Tasks
+from devices.agents import agent_channels
 from devices.agents import services as agent_services
-from homehub.groups import keep_joined, receive_forever
+from devices.agents.link import DeviceLink
+from devices.agents.models import Agent
+from devices.agents.outcomes import DeviceGone, to_wire
 from mcp_endpoint import jsonrpc
-from mcp_endpoint.client import SOMS, Dialect, McpClient, McpClientError, RemoteError
+from mcp_endpoint.client import SOMS, Dialect, McpClientError, RemoteError
 
 logger = logging.getLogger(__name__)
 
@@ -103,61 +109,119 @@ def parse_announcement(payload: bytes) -> Announcement:
     return Announcement(agent_id, details)
 
 
-@dataclass(slots=True)
-class Link:
-    """An agent this worker owns: its MCP client and when it was last heard."""
+class MqttLink(DeviceLink):
+    """An agent this worker owns, under the session of one announcement: requests published on
+    `mcp/{id}/request/...`, answers fed in by the bridge, and when it was last heard."""
 
-    agent_id: str
-    session_id: str
-    client: McpClient
-    call_timeout: float
-    allowance: float | None  # seconds of silence before it counts as gone
-    declared: bool  # the allowance comes from its heartbeat: silence alone decides
-    heard: float = field(default_factory=time.monotonic)
-    discovery: asyncio.Task[Any] | None = None
-    checking: asyncio.Task[bool] | None = None  # a presence check under way
+    def __init__(self, bridge: AgentBridge, announcement: Announcement) -> None:
+        super().__init__(
+            announcement.agent_id,
+            layer=bridge.layer,
+            channel=bridge.channel,
+            session_id=f"{bridge.owner}:{uuid.uuid4().hex[:16]}",
+        )
+        self.bridge = bridge
+        self.announcement = announcement
+        self.dialect = announcement.dialect
+        heartbeat = announcement.heartbeat
+        silence = heartbeat * HEARTBEATS_OF_SILENCE if heartbeat else bridge.default_silence
+        self.allowance = silence or None  # seconds of silence before it counts as gone
+        self.declared = bool(heartbeat)  # the allowance comes from its heartbeat: silence alone decides
+        self.heard = time.monotonic()
+        self.checking: asyncio.Future[bool] | None = None  # a presence check under way
 
     def silent_for(self) -> float:
         return time.monotonic() - self.heard
+
+    async def register(self) -> Agent | None:
+        return await agent_services.amqtt_agent_announced(
+            self.agent_id, self.session_id, self.announcement.details
+        )
+
+    async def send(self, payload: dict[str, Any]) -> None:
+        self.bridge.publish(topics.request(self.agent_id, payload["method"]), json.dumps(payload))
+
+    async def handshake(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Seed-004 agents have no `initialize`: they are what they announced."""
+        return {"name": self.agent_id, "transport": "mqtt"}, {"mqtt": {"dialect": self.dialect.list_tools}}
+
+    async def hang_up(self) -> None:
+        await self.detach("another hub worker took the agent over")
+
+    async def before_call(self, tool: str) -> None:
+        silent = self.silent_for()
+        if silent > HEARD_RECENTLY_SECONDS and not await self.check_presence():
+            raise DeviceGone.unreachable(
+                self.agent_id,
+                tool,
+                f"the agent has been silent for {silent:.0f} s and did not answer a presence check "
+                f"within {self.bridge.probe_seconds:g} s, so the call was not sent; it is offline "
+                "until it announces itself again",
+            )
+
+    def let_go(self, reason: str) -> bool:
+        if self.bridge.links.get(self.agent_id) is self:
+            del self.bridge.links[self.agent_id]
+        return super().let_go(reason)
+
+    async def check_presence(self) -> bool:
+        """Is this silent agent still there? One check at a time, none while it has a request
+        in flight; an agent that does not answer in time goes offline."""
+        if self.checking is None:
+            self.checking = self.bridge.tasks.spawn(self._ask_presence())
+        checking = self.checking
+        try:
+            return await asyncio.shield(checking)
+        finally:
+            if checking.done() and self.checking is checking:
+                self.checking = None
+
+    async def _ask_presence(self) -> bool:
+        assert self.client is not None
+        if self.client.pending:
+            return True  # busy, perhaps with a long tool: its own timeout will tell
+        silent = self.silent_for()
+        wait = self.bridge.probe_seconds
+        try:
+            await self.client.request(self.dialect.list_tools, {}, timeout=wait)
+        except RemoteError:
+            pass  # an error is an answer
+        except McpClientError:
+            await self.bridge.gone(
+                self, f"silent for {silent:.0f} s, no answer to a presence check within {wait:g} s"
+            )
+            return False
+        self.heard = time.monotonic()
+        return True
 
 
 class AgentBridge:
     def __init__(
         self, publish: Publish, *, owner: str, default_silence: float, probe_seconds: float = 3.0
     ) -> None:
-        self._publish = publish  # paho's publish is thread-safe and does not block
+        self.publish = publish  # paho's publish is thread-safe and does not block
         self.owner = owner  # the worker's client id, the prefix of its agents' sessions
         self.default_silence = default_silence
         self.probe_seconds = probe_seconds
-        self._links: dict[str, Link] = {}
+        self.links: dict[str, MqttLink] = {}
         self._announcing: dict[str, asyncio.Lock] = {}
-        self._layer: Any = None
-        self._channel = ""
-        self._tasks: set[asyncio.Task[Any]] = set()
-
-    def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
-        task = asyncio.ensure_future(coroutine)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
+        self.layer: Any = None
+        self.channel = ""
+        self.tasks = Tasks("mqtt agents")
 
     async def start(self) -> None:
         """Join the channel layer; agents a previous run of this worker owned are offline
         until they announce again (the hub's birth message asks them to)."""
-        self._layer = get_channel_layer()
-        self._channel = await self._layer.new_channel()
+        self.layer = get_channel_layer()
+        self.channel = await self.layer.new_channel()
         await agent_services.amqtt_sessions_ended(self.owner)
-        self._spawn(receive_forever(self._layer, self._channel, self._on_message, "mqtt agents"))
-        self._tasks.add(
-            keep_joined(self._layer, lambda: map(agent_channels.agent_group, self._links), self._channel)
-        )
-        self._spawn(self._sweep())
+        self.tasks.spawn(receive_forever(self.layer, self.channel, self._on_message, "mqtt agents"))
+        self.tasks.spawn(self._sweep())
 
     async def stop(self) -> None:
-        for agent_id in list(self._links):
-            await self._gone(agent_id, "the hub's MQTT worker stopped")
-        for task in list(self._tasks):
-            task.cancel()
+        for link in list(self.links.values()):
+            await self.gone(link, "the hub's MQTT worker stopped")
+        self.tasks.cancel()
 
     # --- from the broker ------------------------------------------------------------------
 
@@ -168,48 +232,16 @@ class AgentBridge:
         in the database is the one whose discovery runs."""
         lock = self._announcing.setdefault(announcement.agent_id, asyncio.Lock())
         async with lock:
-            return await self._announced(announcement)
-
-    async def _announced(self, announcement: Announcement) -> str | None:
-        agent_id = announcement.agent_id
-        session_id = f"{self.owner}:{uuid.uuid4().hex[:16]}"
-        agent = await agent_services.amqtt_agent_announced(agent_id, session_id, announcement.details)
-        if agent is None:
-            return f"agent id '{agent_id}' belongs to a WebSocket agent"
-        # Still in the agent's group: the new link joins it again below.
-        await self._drop(agent_id, "the agent announced itself again", leave_group=False)
-        if not agent.approved:
-            return None  # known, waiting for an administrator
-        heartbeat = announcement.heartbeat
-        silence = heartbeat * HEARTBEATS_OF_SILENCE if heartbeat else self.default_silence
-        link = Link(
-            agent_id=agent_id,
-            session_id=session_id,
-            client=McpClient(self._sender(agent_id), dialect=announcement.dialect),
-            call_timeout=agent.call_timeout,
-            allowance=silence or None,
-            declared=bool(heartbeat),
-        )
-        self._links[agent_id] = link
-        agent_channels.local_devices[agent_id] = self._server(agent_id)
-        group = agent_channels.agent_group(agent_id)
-        # Whoever owned it before (another worker) lets go.
-        await self._layer.group_send(
-            group, {"type": agent_channels.REPLACED, "agent_id": agent_id, "by": self._channel}
-        )
-        await self._layer.group_add(group, self._channel)
-        if not await self._still_owner(link):
-            await self._drop(agent_id, "another hub worker took the agent over")
+            link = MqttLink(self, announcement)
+            if await link.attach():
+                self.links[link.agent_id] = link  # before its discovery's first request goes out
+            elif not link.registered:
+                return f"agent id '{link.agent_id}' belongs to a WebSocket agent"
             return None
-        link.discovery = self._spawn(self._discover(link))
-        return None
-
-    async def _still_owner(self, link: Link) -> bool:
-        return await selectors.aagent_session(link.agent_id) == link.session_id
 
     async def on_response(self, agent_id: str, request_id: str, payload: bytes) -> None:
-        link = self._links.get(agent_id)
-        if link is None:
+        link = self.links.get(agent_id)
+        if link is None or link.client is None:
             return
         try:
             message = jsonrpc.loads(payload)
@@ -222,145 +254,47 @@ class AgentBridge:
         await link.client.feed(message)
 
     async def on_status(self, agent_id: str, payload: bytes) -> None:
+        link = self.links.get(agent_id)
+        if link is None:
+            return
         if payload.strip().lower() == b"offline":
-            await self._gone(agent_id, "the agent went offline (its last will)")
-        elif agent_id in self._links:
-            self._links[agent_id].heard = time.monotonic()
+            await self.gone(link, "the agent went offline (its last will)")
+        else:
+            link.heard = time.monotonic()
 
     def heard_from(self, device_ids: set[str]) -> None:
         now = time.monotonic()
         for device_id in device_ids:
-            link = self._links.get(device_id)
+            link = self.links.get(device_id)
             if link is not None:
                 link.heard = now
 
-    # --- the agent's tools ------------------------------------------------------------------
-
-    def _sender(self, agent_id: str) -> Callable[[dict[str, Any]], Coroutine[Any, Any, None]]:
-        async def send(message: dict[str, Any]) -> None:
-            self._publish(topics.request(agent_id, message["method"]), json.dumps(message))
-
-        return send
-
-    async def _discover(self, link: Link) -> None:
-        try:
-            tools = await link.client.list_tools()
-        except McpClientError as exc:
-            if self._links.get(link.agent_id) is not link:
-                return  # replaced by its next announcement (each reconnection brings a few), or gone
-            logger.warning("agent %s: discovery failed: %s", link.agent_id, exc)
-            await agent_services.aagent_discovery_failed(link.agent_id, link.session_id, str(exc))
-            return
-        await agent_services.aagent_discovered(
-            link.agent_id,
-            link.session_id,
-            server_info={"name": link.agent_id, "transport": "mqtt"},
-            capabilities={"mqtt": {"dialect": link.client.dialect.list_tools}},
-            tools=tools,
-        )
-
-    def _server(
-        self, agent_id: str
-    ) -> Callable[[str, dict[str, Any], float], Coroutine[Any, Any, dict[str, Any]]]:
-        async def serve(tool: str, arguments: dict[str, Any], timeout: float) -> dict[str, Any]:
-            link = self._links.get(agent_id)
-            if link is not None and link.silent_for() > HEARD_RECENTLY_SECONDS:
-                silent = link.silent_for()
-                if not await self._check_presence(link):
-                    return {
-                        "failure": "gone",
-                        "message": (
-                            f"the agent has been silent for {silent:.0f} s and did not answer a presence "
-                            f"check within {self.probe_seconds:g} s, so the call was not sent; it is "
-                            "offline until it announces itself again"
-                        ),
-                    }
-            client = link.client if link is not None else None
-            return await agent_channels.call_reply(client, agent_id, tool, arguments, timeout)
-
-        return serve
-
     # --- presence ----------------------------------------------------------------------------
 
-    async def _drop(self, agent_id: str, reason: str, *, leave_group: bool = True) -> Link | None:
-        """Forget an agent here (its calls fail now), without changing the database."""
-        link = self._links.pop(agent_id, None)
-        if link is None:
-            return None
-        if link.discovery is not None:
-            link.discovery.cancel()  # before the close, which would fail it as if the agent had
-        link.client.close(reason)
-        agent_channels.local_devices.pop(agent_id, None)
-        if leave_group:
-            await self._layer.group_discard(agent_channels.agent_group(agent_id), self._channel)
-        return link
-
-    async def _gone(self, agent_id: str, reason: str) -> None:
-        link = await self._drop(agent_id, reason)
-        if link is not None:
-            logger.info("agent %s: offline: %s", agent_id, reason)
-            await agent_services.aagent_disconnected(agent_id, link.session_id)
+    async def gone(self, link: MqttLink, reason: str) -> None:
+        if not link.detached:
+            logger.info("agent %s: offline: %s", link.agent_id, reason)
+            await link.detach(reason)
 
     async def _sweep(self) -> None:
         while True:
             await asyncio.sleep(SWEEP_SECONDS)
-            for link in list(self._links.values()):
+            for link in list(self.links.values()):
                 if link.allowance is None or link.silent_for() <= link.allowance:
                     continue
                 if link.declared:
-                    await self._gone(link.agent_id, f"silent for more than {link.allowance:g} s")
+                    await self.gone(link, f"silent for more than {link.allowance:g} s")
                 elif link.checking is None:
-                    self._spawn(self._check_presence(link))
+                    self.tasks.spawn(link.check_presence())
 
-    async def _check_presence(self, link: Link) -> bool:
-        """Is a silent agent still there? One check at a time per agent, none while it has a
-        request in flight; an agent that does not answer in time goes offline."""
-        if link.checking is None:
-            link.checking = self._spawn(self._ask_presence(link))
-        checking = link.checking
-        try:
-            return await asyncio.shield(checking)
-        finally:
-            if checking.done() and link.checking is checking:
-                link.checking = None
-
-    async def _ask_presence(self, link: Link) -> bool:
-        if link.client.pending:
-            return True  # busy, perhaps with a long tool: its own timeout will tell
-        silent = link.silent_for()
-        try:
-            await link.client.request(link.client.dialect.list_tools, {}, timeout=self.probe_seconds)
-        except RemoteError:
-            pass  # an error is an answer
-        except McpClientError:
-            if self._links.get(link.agent_id) is link:
-                wait = self.probe_seconds
-                await self._gone(
-                    link.agent_id,
-                    f"silent for {silent:.0f} s, no answer to a presence check within {wait:g} s",
-                )
-            return False
-        link.heard = time.monotonic()
-        return True
-
-    # --- calls from other processes ------------------------------------------------------------
+    # --- the channel layer ---------------------------------------------------------------------
 
     async def _on_message(self, message: dict[str, Any]) -> None:
-        kind = message.get("type")
-        if kind == agent_channels.CALL:
-            self._spawn(self._serve_remote(message))
-        elif kind == agent_channels.REPLACED and message.get("by") != self._channel:
-            link = self._links.get(str(message.get("agent_id")))
-            if (
-                link is not None
-                and not await self._still_owner(link)
-                and self._links.get(link.agent_id) is link
-            ):
-                await self._drop(link.agent_id, "another hub worker took the agent over")
-
-    async def _serve_remote(self, message: dict[str, Any]) -> None:
+        """A message on the group of one of this worker's agents, for the link of that agent."""
         agent_id = str(message.get("agent_id"))
-        link = self._links.get(agent_id)
-        timeout = message.get("timeout") or (link.call_timeout if link else 30.0)
-        reply = await self._server(agent_id)(message["tool"], message.get("arguments") or {}, timeout)
-        await self._layer.send(message["reply_to"], {"type": agent_channels.REPLY, **reply})
+        link = self.links.get(agent_id)
+        if link is not None:
+            await link.handle(message)
+        elif message.get("type") == agent_channels.CALL:  # the agent left this worker meanwhile
+            reply = {"type": agent_channels.REPLY, **to_wire(DeviceGone.offline(agent_id))}
+            await self.layer.send(message["reply_to"], reply)

@@ -3,7 +3,8 @@ dashboard and the REST API."""
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import Any, TypedDict
 
 from asgiref.sync import sync_to_async
 from django.db.models import Count
@@ -11,13 +12,65 @@ from django.db.models import Count
 from devices.agents.models import Agent, AgentTool
 
 
-def agent_device_tools(agent_ids: list[str] | None = None) -> dict[str, dict[str, Any]]:
+class DeviceTool(TypedDict):
+    """A device's tool as the gateway offers it (MCP's shape)."""
+
+    name: str
+    description: str
+    inputSchema: dict[str, Any]
+
+
+class OnlineAgent(TypedDict):
+    name: str
+    call_timeout: float
+    tools: list[DeviceTool]
+
+
+class ToolSummary(TypedDict):
+    name: str
+    description: str
+    available: bool
+
+
+class AgentSummary(TypedDict):
+    """An approved agent as `list_agents` shows it."""
+
+    agent_id: str
+    name: str
+    transport: str
+    online: bool
+    last_seen: datetime | None
+    server_info: dict[str, Any]
+    tools: list[ToolSummary]
+
+
+class ToolRow(TypedDict):
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    available: bool
+
+
+class AgentRow(TypedDict):
+    """An agent in detail (dashboard, REST API)."""
+
+    agent_id: str
+    name: str
+    transport: str
+    approved: bool
+    online: bool
+    last_seen: datetime | None
+    server_info: dict[str, Any]
+    tools: list[ToolRow]
+
+
+def agent_device_tools(agent_ids: list[str] | None = None) -> dict[str, OnlineAgent]:
     """Approved online agents (all, or those of `agent_ids`) with their available tools:
     `{agent_id: {"name", "call_timeout", "tools": [{"name", "description", "inputSchema"}]}}`."""
     agents = Agent.objects.filter(online=True, approved=True)
     if agent_ids is not None:
         agents = agents.filter(agent_id__in=agent_ids)
-    found = {
+    found: dict[str, OnlineAgent] = {
         agent_id: {"name": name, "call_timeout": timeout, "tools": []}
         for agent_id, name, timeout in agents.values_list("agent_id", "name", "call_timeout")
     }
@@ -31,9 +84,9 @@ def agent_device_tools(agent_ids: list[str] | None = None) -> dict[str, dict[str
     return found
 
 
-def list_agents() -> list[dict[str, Any]]:
+def list_agents() -> list[AgentSummary]:
     """Every approved agent, online or not, with the tools it is known to have."""
-    agents = {
+    agents: dict[str, AgentSummary] = {
         row["agent_id"]: {**row, "tools": []}
         for row in Agent.objects.filter(approved=True).values(
             "agent_id", "name", "transport", "online", "last_seen", "server_info"
@@ -80,31 +133,32 @@ aagent_presence = sync_to_async(agent_presence)
 aagent_session = sync_to_async(agent_session)
 
 
-def agents(agent_ids: list[str] | None = None) -> list[dict[str, Any]]:
+def agents(agent_ids: list[str] | None = None) -> list[AgentRow]:
     """Every agent (or those of `agent_ids`), approved or pending, with its tools and their schemas."""
     rows = Agent.objects.all() if agent_ids is None else Agent.objects.filter(agent_id__in=agent_ids)
-    found = {
+    found: dict[str, AgentRow] = {
         row["agent_id"]: {**row, "tools": []}
         for row in rows.values(
             "agent_id", "name", "transport", "approved", "online", "last_seen", "server_info"
         )
     }
-    for row in (
+    for agent_id, name, description, schema, available in (
         AgentTool.objects.filter(agent__agent_id__in=list(found))
         .order_by("agent__agent_id", "name")
-        .values("agent__agent_id", "name", "description", "input_schema", "available")
+        .values_list("agent__agent_id", "name", "description", "input_schema", "available")
     ):
-        agent_id = row.pop("agent__agent_id")
-        found[agent_id]["tools"].append(row)
+        found[agent_id]["tools"].append(
+            {"name": name, "description": description, "input_schema": schema, "available": available}
+        )
     return list(found.values())
 
 
-def agent(agent_id: str) -> dict[str, Any] | None:
+def agent(agent_id: str) -> AgentRow | None:
     found = agents([agent_id])
     return found[0] if found else None
 
 
-def agent_tool(agent_id: str, tool: str) -> dict[str, Any] | None:
+def agent_tool(agent_id: str, tool: str) -> ToolRow | None:
     row = agent(agent_id)
     if row is None:
         return None

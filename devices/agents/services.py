@@ -14,11 +14,11 @@ from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.db import transaction
 from django.utils import timezone
 
 from common.storable import bounded_json, storable_json, storable_text
+from common.write_batches import batched
 from devices.agents import agent_channels
 from devices.agents.models import Agent, AgentTool
 from devices.audit.models import Event
@@ -206,7 +206,8 @@ def agent_discovered(
         by_name = {t["name"]: t for t in tools}  # a repeated name keeps its last definition
         agent.tools.exclude(name__in=by_name).delete()
         known = {t.name: t for t in agent.tools.all()}
-        new, changed = [], []
+        new: list[AgentTool] = []
+        changed: list[AgentTool] = []
         for name, spec in by_name.items():
             schema = spec.get("inputSchema")
             description = spec.get("description")
@@ -294,14 +295,16 @@ def record_agent_call(
     )
 
 
-aadmit_device = sync_to_async(admit_device)
-aagent_connected = sync_to_async(agent_connected)
-aagent_discovered = sync_to_async(agent_discovered)
-aagent_disconnected = sync_to_async(agent_disconnected)
-amqtt_agent_announced = sync_to_async(mqtt_agent_announced)
-aagent_discovery_failed = sync_to_async(agent_discovery_failed)
-amqtt_sessions_ended = sync_to_async(mqtt_sessions_ended)
-atouch_agents = sync_to_async(touch_agents)
-aend_silent_sessions = sync_to_async(end_silent_sessions)
-arecord_agent_notification = sync_to_async(record_agent_notification)
-arecord_agent_call = sync_to_async(record_agent_call)
+# Their async forms, for the device links and the gateway (code of the hub's own event
+# loops): writes share the database thread's hops (`common.write_batches`; see `common.tasks`).
+aadmit_device = batched(admit_device)
+aagent_connected = batched(agent_connected)
+aagent_discovered = batched(agent_discovered)
+aagent_disconnected = batched(agent_disconnected)
+amqtt_agent_announced = batched(mqtt_agent_announced)
+aagent_discovery_failed = batched(agent_discovery_failed)
+amqtt_sessions_ended = batched(mqtt_sessions_ended)
+atouch_agents = batched(touch_agents)
+aend_silent_sessions = batched(end_silent_sessions)
+arecord_agent_notification = batched(record_agent_notification)
+arecord_agent_call = batched(record_agent_call)

@@ -8,10 +8,9 @@ from typing import Annotated, Any
 from django.http import HttpRequest
 from ninja import Query, Router, Schema
 
-from common.rest import Filter, Limit, Offset
+from common.rest import Filter, Limit, Offset, need
 from devices.audit import selectors
 from devices.audit.models import Event
-from homehub.api import need
 
 router = Router(tags=["events"])
 

@@ -17,10 +17,11 @@ from common.feed import announce
 logger = logging.getLogger(__name__)
 
 CHANGES_GROUP = "home"
+CHANGE_EVENT = "home.event"  # the channel-layer message type (consumers handle it as `home_event`)
 
 
 def _message(event: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "home.event", "event": event}
+    return {"type": CHANGE_EVENT, "event": event}
 
 
 def announce_change(event: dict[str, Any]) -> None:

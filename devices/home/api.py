@@ -7,11 +7,10 @@ from datetime import datetime
 from django.http import HttpRequest
 from ninja import Router, Schema, Status
 
-from common.rest import Error, Name
+from common.rest import Error, Name, need
 from devices.audit.models import Event
 from devices.home import selectors, services
 from devices.home.errors import LightNotFound, PersonNotFound
-from homehub.api import need
 
 REST = Event.Interface.REST
 router = Router(tags=["home"])

@@ -2,32 +2,39 @@
 
 from pydantic import BaseModel, ConfigDict
 
-from devices.home import services, state
+from devices.home import selectors, services, state
 from devices.home.errors import HomeError
-from mcp_endpoint.registry import ToolContext, ToolError, tool
+from mcp_endpoint.registry import ToolContext, ToolError, registry, tool
+
+registry.add_instructions(
+    "HomeHub runs a home: lights (salon, cocina, dormitorio, bano, garage), an alarm and the "
+    "presence of known people. Read the state with get_all_states (or get_presence, "
+    "get_alarm_status, list_lights_on) before changing it with set_light_state or "
+    "set_alarm_state. Every change is audited under your identity."
+)
 
 
 class NoArguments(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Presence(BaseModel):
+class PresenceOut(BaseModel):
     present: bool
     known_people: list[str]
 
 
-class AlarmStatus(BaseModel):
+class AlarmStatusOut(BaseModel):
     armed: bool
 
 
-class LightsOn(BaseModel):
+class LightsOnOut(BaseModel):
     on: list[str]
 
 
-class AllStates(BaseModel):
+class AllStatesOut(BaseModel):
     lights: dict[str, bool]
     alarm: bool
-    presence: Presence
+    presence: PresenceOut
 
 
 class SetLightInput(BaseModel):
@@ -46,26 +53,26 @@ class Outcome(BaseModel):
     error: str | None = None
 
 
-@tool(scope="read", read_only=True, idempotent=True)
-async def get_presence(args: NoArguments, ctx: ToolContext) -> Presence:
+@tool(scope="read", read_only=True, idempotent=True, output=PresenceOut)
+async def get_presence(args: NoArguments, ctx: ToolContext) -> selectors.Presence:
     """Obtiene el estado del detector de presencia"""
     return await state.presence()
 
 
-@tool(scope="read", read_only=True, idempotent=True)
-async def get_alarm_status(args: NoArguments, ctx: ToolContext) -> AlarmStatus:
+@tool(scope="read", read_only=True, idempotent=True, output=AlarmStatusOut)
+async def get_alarm_status(args: NoArguments, ctx: ToolContext) -> selectors.AlarmStatus:
     """Consulta si la alarma está armada"""
     return await state.alarm_status()
 
 
-@tool(scope="read", read_only=True, idempotent=True)
-async def list_lights_on(args: NoArguments, ctx: ToolContext) -> LightsOn:
+@tool(scope="read", read_only=True, idempotent=True, output=LightsOnOut)
+async def list_lights_on(args: NoArguments, ctx: ToolContext) -> selectors.LightsOn:
     """Lista los nombres de las luces que están encendidas"""
     return await state.lights_on()
 
 
-@tool(scope="control", idempotent=True)
-async def set_light_state(args: SetLightInput, ctx: ToolContext) -> Outcome:
+@tool(scope="control", idempotent=True, output=Outcome)
+async def set_light_state(args: SetLightInput, ctx: ToolContext) -> dict[str, bool]:
     """Enciende o apaga una luz específica"""
     try:
         await services.aset_light_state(
@@ -76,14 +83,14 @@ async def set_light_state(args: SetLightInput, ctx: ToolContext) -> Outcome:
     return {"ok": True}
 
 
-@tool(scope="control", idempotent=True, destructive=True)
-async def set_alarm_state(args: SetAlarmInput, ctx: ToolContext) -> Outcome:
+@tool(scope="control", idempotent=True, destructive=True, output=Outcome)
+async def set_alarm_state(args: SetAlarmInput, ctx: ToolContext) -> dict[str, bool]:
     """Arma o desarma la alarma"""
     await services.aset_alarm_state(args.armed, actor=ctx.caller.actor, interface=ctx.caller.interface)
     return {"ok": True}
 
 
-@tool(scope="read", read_only=True, idempotent=True)
-async def get_all_states(args: NoArguments, ctx: ToolContext) -> AllStates:
+@tool(scope="read", read_only=True, idempotent=True, output=AllStatesOut)
+async def get_all_states(args: NoArguments, ctx: ToolContext) -> selectors.AllStates:
     """Obtiene un snapshot completo del estado del sistema"""
     return await state.all_states()

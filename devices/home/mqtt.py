@@ -17,14 +17,13 @@ from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
 
+from common.groups import channel_layer, keep_joined, receive_forever
 from common.mqtt import topics
 from devices.audit.changes import CHANGES_GROUP
 from devices.audit.models import Event
 from devices.home import selectors, services
 from devices.home.errors import HomeError
-from homehub.groups import keep_joined, receive_forever
 from mcp_endpoint import jsonrpc
 
 logger = logging.getLogger(__name__)
@@ -68,7 +67,7 @@ class HomeBridge:
         self._tasks: list[asyncio.Task[Any]] = []
 
     async def start(self) -> None:
-        layer = get_channel_layer()
+        layer = channel_layer()
         channel = await layer.new_channel()
         await layer.group_add(CHANGES_GROUP, channel)
         self._tasks = [

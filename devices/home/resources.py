@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from common.storable import is_storable
-from devices.audit.changes import CHANGES_GROUP
+from devices.audit.changes import CHANGE_EVENT, CHANGES_GROUP
 from devices.home import selectors
 from devices.home.models import Light
 from mcp_endpoint.resources import Prompt, PromptArgument, Resource, ResourceNotFound, ResourceTemplate
@@ -24,6 +24,7 @@ def _dumps(value: Any) -> str:
 class HomeResources:
     scope = "read"
     change_group = CHANGES_GROUP
+    change_type = CHANGE_EVENT
 
     def list_resources(self) -> list[Resource]:
         fixed = [

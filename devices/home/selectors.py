@@ -4,26 +4,65 @@ dictionaries for the dashboard and the REST API. MCP tools read on the event loo
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import TypedDict
 
 from devices.home.models import Alarm, Light, Person
 
 
-def get_presence() -> dict[str, Any]:
+class Presence(TypedDict):
+    present: bool
+    known_people: list[str]
+
+
+class AlarmStatus(TypedDict):
+    armed: bool
+
+
+class LightsOn(TypedDict):
+    on: list[str]
+
+
+class AllStates(TypedDict):
+    lights: dict[str, bool]
+    alarm: bool
+    presence: Presence
+
+
+class LightRow(TypedDict):
+    name: str
+    label: str
+    room: str
+    on: bool
+    updated_at: datetime
+
+
+class AlarmRow(TypedDict):
+    armed: bool
+    updated_at: datetime | None
+
+
+class PersonRow(TypedDict):
+    name: str
+    present: bool
+    updated_at: datetime
+
+
+def get_presence() -> Presence:
     names = list(Person.objects.filter(present=True).values_list("name", flat=True))
     return {"present": bool(names), "known_people": names}
 
 
-def get_alarm_status() -> dict[str, bool]:
+def get_alarm_status() -> AlarmStatus:
     armed = Alarm.objects.filter(pk=Alarm.SINGLETON_PK).values_list("armed", flat=True).first()
     return {"armed": bool(armed)}
 
 
-def list_lights_on() -> dict[str, list[str]]:
+def list_lights_on() -> LightsOn:
     return {"on": list(Light.objects.filter(on=True).values_list("name", flat=True))}
 
 
-def get_all_states() -> dict[str, Any]:
+def get_all_states() -> AllStates:
     return {
         "lights": dict(Light.objects.values_list("name", "on")),
         "alarm": get_alarm_status()["armed"],
@@ -31,30 +70,32 @@ def get_all_states() -> dict[str, Any]:
     }
 
 
-def lights() -> list[dict[str, Any]]:
+def lights() -> list[LightRow]:
     return list(Light.objects.values("name", "label", "room", "on", "updated_at"))
 
 
-def light(name: str) -> dict[str, Any] | None:
+def light(name: str) -> LightRow | None:
     return Light.objects.filter(name=name).values("name", "label", "room", "on", "updated_at").first()
 
 
-def lights_by_room() -> list[tuple[str, list[dict[str, Any]]]]:
+def lights_by_room() -> list[tuple[str, list[LightRow]]]:
     """[(room, [light, ...]), ...] in the order rooms first appear."""
-    rooms: dict[str, list[dict[str, Any]]] = {}
+    rooms: dict[str, list[LightRow]] = {}
     for row in lights():
         rooms.setdefault(row["room"] or "Other", []).append(row)
     return list(rooms.items())
 
 
-def alarm() -> dict[str, Any]:
+def alarm() -> AlarmRow:
     row = Alarm.objects.filter(pk=Alarm.SINGLETON_PK).values("armed", "updated_at").first()
-    return row or {"armed": False, "updated_at": None}
+    if row is None:  # not created yet: disarmed
+        return {"armed": False, "updated_at": None}
+    return {"armed": row["armed"], "updated_at": row["updated_at"]}
 
 
-def people() -> list[dict[str, Any]]:
+def people() -> list[PersonRow]:
     return list(Person.objects.values("name", "present", "updated_at"))
 
 
-def person(name: str) -> dict[str, Any] | None:
+def person(name: str) -> PersonRow | None:
     return Person.objects.filter(name=name).values("name", "present", "updated_at").first()

@@ -41,7 +41,7 @@ def _switch(
         before = value
     else:
         return False
-    kind = model._meta.model_name
+    kind = model.__name__.lower()  # light, alarm, person
     name = key.get("name")
     transaction.on_commit(state.forget)
     record_event(
@@ -69,7 +69,7 @@ def set_light_state(name: str, on: bool, *, actor: str, interface: str) -> None:
 
 def set_alarm_state(armed: bool, *, actor: str, interface: str) -> None:
     with transaction.atomic():
-        key = {"pk": Alarm.SINGLETON_PK}
+        key: dict[str, Any] = {"pk": Alarm.SINGLETON_PK}
         if not _switch(Alarm, key, "armed", bool(armed), actor=actor, interface=interface):
             Alarm.objects.get_or_create(**key)  # first use
             _switch(Alarm, key, "armed", bool(armed), actor=actor, interface=interface)

@@ -20,9 +20,9 @@ import time
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
 from django.db import connections, router
 
+from common.groups import channel_layer
 from devices.audit.changes import CHANGES_GROUP
 from devices.home import selectors
 from devices.home.models import Light
@@ -36,7 +36,7 @@ HOME_KINDS = frozenset({"light", "alarm", "person", "home"})
 class _Copy:
     __slots__ = ("alarm", "epoch", "lights", "present")
 
-    def __init__(self, epoch: Any, state: dict[str, Any]) -> None:
+    def __init__(self, epoch: Any, state: selectors.AllStates) -> None:
         self.epoch = epoch
         self.lights: tuple[tuple[str, bool], ...] = tuple(state["lights"].items())
         self.alarm: bool = state["alarm"]
@@ -73,14 +73,14 @@ class _Listener:
             return None
         if self.since is None or time.monotonic() - self.since < SETTLE_SECONDS:
             return None
-        feed_epoch = getattr(get_channel_layer(), "feed_epoch", None)
+        feed_epoch = getattr(channel_layer(), "feed_epoch", None)
         if feed_epoch is None:  # Redis: this listener hears every process
             return self.starts
         feed = feed_epoch()
         return None if feed is None else (self.starts, feed)
 
     async def _listen(self) -> None:
-        layer = get_channel_layer()
+        layer = channel_layer()
         channel = await layer.new_channel()
         while True:
             try:
@@ -102,7 +102,7 @@ class _Listener:
 _listener = _Listener()
 
 
-def _read(generation: int, epoch: Any) -> dict[str, Any]:
+def _read(generation: int, epoch: Any) -> selectors.AllStates:
     """Read the state through Django (its thread) and keep it when that is safe."""
     global _copy
     state = selectors.get_all_states()
@@ -116,7 +116,7 @@ def _read(generation: int, epoch: Any) -> dict[str, Any]:
 _aread = sync_to_async(_read)
 
 
-async def _current() -> _Copy | dict[str, Any]:
+async def _current() -> _Copy | selectors.AllStates:
     """The kept copy when it may be trusted, else the state read afresh."""
     epoch = _listener.epoch()
     kept = _copy
@@ -125,30 +125,28 @@ async def _current() -> _Copy | dict[str, Any]:
     return await _aread(_generation, epoch)
 
 
-async def all_states() -> dict[str, Any]:
+def _presence(copy: _Copy) -> selectors.Presence:
+    return {"present": bool(copy.present), "known_people": list(copy.present)}
+
+
+async def all_states() -> selectors.AllStates:
     found = await _current()
-    if isinstance(found, dict):
+    if not isinstance(found, _Copy):
         return found
-    return {
-        "lights": dict(found.lights),
-        "alarm": found.alarm,
-        "presence": {"present": bool(found.present), "known_people": list(found.present)},
-    }
+    return {"lights": dict(found.lights), "alarm": found.alarm, "presence": _presence(found)}
 
 
-async def alarm_status() -> dict[str, bool]:
+async def alarm_status() -> selectors.AlarmStatus:
     found = await _current()
-    return {"armed": found["alarm"] if isinstance(found, dict) else found.alarm}
+    return {"armed": found.alarm if isinstance(found, _Copy) else found["alarm"]}
 
 
-async def presence() -> dict[str, Any]:
+async def presence() -> selectors.Presence:
     found = await _current()
-    if isinstance(found, dict):
-        return found["presence"]
-    return {"present": bool(found.present), "known_people": list(found.present)}
+    return _presence(found) if isinstance(found, _Copy) else found["presence"]
 
 
-async def lights_on() -> dict[str, list[str]]:
+async def lights_on() -> selectors.LightsOn:
     found = await _current()
-    lights = found["lights"].items() if isinstance(found, dict) else found.lights
+    lights = found.lights if isinstance(found, _Copy) else tuple(found["lights"].items())
     return {"on": [name for name, on in lights if on]}

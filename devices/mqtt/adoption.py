@@ -30,8 +30,10 @@ from collections.abc import Callable
 from typing import Any
 
 import paho.mqtt.client as mqtt
+from asgiref.sync import sync_to_async
 
 from common.mqtt.connection import BrokerConfig, connect, make_client
+from common.tasks import Tasks
 from devices.agents import services as agent_services
 from devices.telemetry.ingest import Ingestor, Source
 
@@ -120,7 +122,7 @@ class Adoption:
         self._handed_on: set[str] = set()  # stopped workers whose agents were handed on
         self._sessionless: set[str] = set()  # stopped workers the broker holds no session of
         self._rebalancing = asyncio.Lock()
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks = Tasks("mqtt failover")
         self._loop: asyncio.AbstractEventLoop | None = None
         self.connected = False
 
@@ -179,8 +181,7 @@ class Adoption:
             await self._let_go(client_id)
 
     async def stop(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
+        self._tasks.cancel()
         for client_id in list(self.held):
             await self._let_go(client_id)
 
@@ -190,7 +191,7 @@ class Adoption:
     async def _let_go(self, client_id: str) -> None:
         session = self.held.pop(client_id, None)
         if session is not None:
-            await asyncio.to_thread(session.close)
+            await sync_to_async(session.close, thread_sensitive=False)()
 
     def _session_lost(self, client_id: str) -> None:
         """From paho's thread: the broker closed an adopted session (its worker came back and
@@ -207,13 +208,11 @@ class Adoption:
         else:
             logger.info("mqtt failover: the session of %s was taken back or lost", client_id)
         self._resting[client_id] = time.monotonic() + REST_SECONDS
-        task = asyncio.ensure_future(self._after_rest(client_id))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.spawn(self._after_rest(client_id))
 
     async def _after_rest(self, client_id: str) -> None:
         session = self.held.pop(client_id, None)
         if session is not None:
-            await asyncio.to_thread(session.close)
+            await sync_to_async(session.close, thread_sensitive=False)()
         await asyncio.sleep(REST_SECONDS)
         await self.rebalance()

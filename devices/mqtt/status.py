@@ -4,7 +4,7 @@ process: written every few seconds by the worker, read by anyone."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 from django.utils import timezone
 
@@ -47,22 +47,41 @@ def subscribed_before(client_id: str) -> list[str]:
     return [s["topic"] for s in row or [] if isinstance(s, dict) and "topic" in s]
 
 
-def workers() -> list[dict[str, Any]]:
+class WorkerReport(TypedDict):
+    """A worker's last report, as the dashboard, `/healthz` and `/metrics` read it."""
+
+    client_id: str
+    broker: str
+    connected: bool  # linked to the broker, and running
+    since: datetime | None
+    reported_at: datetime
+    counters: dict[str, int]
+    subscriptions: list[dict[str, str]]  # {"topic", "state", "reason"}
+    adopted: list[str]
+    running: bool  # reported within STALE_AFTER
+    failing: list[dict[str, str]]  # the subscriptions refused or silent
+
+
+def workers() -> list[WorkerReport]:
     """Every worker that reported lately, with `running` false for those gone quiet."""
     now = timezone.now()
-    rows = list(
-        MqttWorker.objects.values(
-            "client_id", "broker", "connected", "since", "reported_at", "counters", "subscriptions", "adopted"
+    reports: list[WorkerReport] = []
+    for row in MqttWorker.objects.values(
+        "client_id", "broker", "connected", "since", "reported_at", "counters", "subscriptions", "adopted"
+    ):
+        running = now - row["reported_at"] < STALE_AFTER
+        reports.append(
+            {
+                **row,
+                "connected": row["connected"] and running,
+                "running": running,
+                "failing": [s for s in row["subscriptions"] if s.get("state") in BAD_STATES],
+            }
         )
-    )
-    for row in rows:
-        row["running"] = now - row["reported_at"] < STALE_AFTER
-        row["connected"] = row["connected"] and row["running"]
-        row["failing"] = [s for s in row["subscriptions"] if s.get("state") in BAD_STATES]
-    return rows
+    return reports
 
 
-def failing_subscriptions(rows: list[dict[str, Any]] | None = None) -> list[dict[str, str]]:
+def failing_subscriptions(rows: list[WorkerReport] | None = None) -> list[dict[str, str]]:
     """The refused or silent subscriptions of the connected workers, each with its worker."""
     return [
         {"worker": row["client_id"], **sub}
@@ -72,7 +91,7 @@ def failing_subscriptions(rows: list[dict[str, Any]] | None = None) -> list[dict
     ]
 
 
-def broker_state(rows: list[dict[str, Any]] | None = None) -> str:
+def broker_state(rows: list[WorkerReport] | None = None) -> str:
     """`connected` if a running worker holds a link to the broker, `disconnected` if the
     running workers have none (they keep retrying), `no worker` if none is running."""
     running = [w for w in (workers() if rows is None else rows) if w["running"]]

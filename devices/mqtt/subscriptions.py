@@ -66,7 +66,8 @@ class SubscriptionWatch:
                 if topic in self._subscriptions:
                     self._subscriptions[topic] = Subscription(topic)
             _, mid = client.subscribe([(topic, QOS) for topic in wanted])
-            self._by_mid[mid] = wanted
+            if mid is not None:  # None: not connected; the next connection subscribes again
+                self._by_mid[mid] = wanted
 
     def on_suback(self, mid: int, reason_codes: Sequence[Any]) -> None:
         with self._lock:

@@ -30,6 +30,7 @@ from django.utils import timezone
 
 from common.mqtt import topics
 from common.mqtt.connection import BrokerConfig, BrokerConfigError, connect, leave, make_client, valid_group
+from common.tasks import Tasks
 from devices.agents import services as agent_services
 from devices.agents.mqtt_link import AgentBridge, AnnouncementError, parse_announcement
 from devices.audit.changes import asend_home_event
@@ -64,10 +65,6 @@ class Worker:
         self.client = make_client(config, will=self.will)
         self.client.on_connect = self._on_connect
         self.client.on_disconnect = self._on_disconnect
-        self.client.on_message = lambda client, userdata, message: self._handle(self.own, message)
-        self.client.on_subscribe = lambda client, userdata, mid, codes, properties: self.watch.on_suback(
-            mid, codes
-        )
         self.own = Source(config.client_id, self.client.ack)
         self.ingestor = Ingestor(
             self._on_stored,
@@ -81,6 +78,10 @@ class Worker:
             self._subscriptions(),
             username=config.username,
             probe_timeout=settings.MQTT_PROBE_TIMEOUT_SECONDS,
+        )
+        self.client.on_message = lambda client, userdata, message: self._handle(self.own, message)
+        self.client.on_subscribe = lambda client, userdata, mid, codes, properties: self.watch.on_suback(
+            mid, codes
         )
         self.adoption = Adoption(
             config,
@@ -100,7 +101,7 @@ class Worker:
         self.since: datetime | None = None
         self._stale: list[str] = []  # subscriptions of an earlier run that this one does not make
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks = Tasks("mqtt worker")
         self._live: dict[str, dict[str, Any]] = {}
         self.counters: dict[str, int] = {"commands": 0, "announcements": 0, "refused": 0}
 
@@ -116,9 +117,9 @@ class Worker:
         await self.home.start()
         self.adoption.start()
         self.ingestor.start()
-        self._spawn(self._report_forever())
-        self._spawn(self._broadcast_forever())
-        self._spawn(self._probe_forever())
+        self._tasks.spawn(self._report_forever())
+        self._tasks.spawn(self._broadcast_forever())
+        self._tasks.spawn(self._probe_forever())
         connect(self.client, self.config)
         logger.info("mqtt worker %s: connecting to %s", self.config.client_id, self.config.address)
 
@@ -128,27 +129,22 @@ class Worker:
         self.stopping = True
         await self.agents.stop()
         await self.home.stop()
-        await asyncio.to_thread(self.ingestor.stop)
+        await sync_to_async(self.ingestor.stop, thread_sensitive=False)()
         await self.adoption.stop()
         if self.connected and self.shared_group and not self.adoption.others_online():
             info = self.client.publish(topics.HUB_STATUS, OFFLINE, qos=QOS, retain=True)  # the last one
-            await asyncio.to_thread(info.wait_for_publish, STOP_PUBLISH_SECONDS)
-        await asyncio.to_thread(leave, self.client, self.config, self.will if self.connected else None)
+            await sync_to_async(info.wait_for_publish, thread_sensitive=False)(STOP_PUBLISH_SECONDS)
+        will = self.will if self.connected else None
+        await sync_to_async(leave, thread_sensitive=False)(self.client, self.config, will)
         self.client.loop_stop()
         self.connected = False
-        for task in list(self._tasks):
-            task.cancel()
+        self._tasks.cancel()
         await self._report()
-
-    def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
-        task = asyncio.ensure_future(coroutine)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     def _soon(self, coroutine_function: Any, *args: Any) -> None:
         """From paho's thread: run `coroutine_function(*args)` on the worker's loop."""
         assert self._loop is not None
-        self._loop.call_soon_threadsafe(lambda: self._spawn(coroutine_function(*args)))
+        self._loop.call_soon_threadsafe(lambda: self._tasks.spawn(coroutine_function(*args)))
 
     # --- paho's network threads ---------------------------------------------------------------
 

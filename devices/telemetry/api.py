@@ -7,9 +7,8 @@ from datetime import datetime
 from django.http import HttpRequest
 from ninja import Router, Schema, Status
 
-from common.rest import Error, Limit, Name, Offset, aware
+from common.rest import Error, Limit, Name, Offset, aware, need
 from devices.telemetry import selectors
-from homehub.api import need
 
 router = Router(tags=["telemetry"])
 

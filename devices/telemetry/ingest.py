@@ -38,7 +38,7 @@ logger = logging.getLogger(__name__)
 RETRY_MAX_SECONDS = 10.0
 PRUNE_EVERY_REJECTIONS = 500
 
-Ack = Callable[[int, int], None]
+Ack = Callable[[int, int], object]  # paho's Client.ack: (message id, qos)
 Stored = Callable[[list[dict[str, Any]], set[str]], None]
 
 

@@ -6,7 +6,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from common.storable import LookupText
 from devices.telemetry import selectors
-from mcp_endpoint.registry import ToolContext, ToolError, tool
+from mcp_endpoint.registry import ToolContext, ToolError, registry, tool
+
+registry.add_instructions(
+    "Sensors (temperature, humidity, CO2, presence...) report through MQTT: get_sensor_values "
+    "reads the latest values, get_sensor_history a sensor's recent readings."
+)
 
 
 class SensorValue(BaseModel):
@@ -53,19 +58,16 @@ def get_sensor_values(args: SensorValuesInput, ctx: ToolContext) -> SensorValues
     """Latest value of every sensor (temperature, humidity, CO2, presence...), optionally of one
     zone or channel"""
     rows = selectors.latest_readings()
-    return {
-        "sensors": [
-            {
-                "path": r["path"],
-                "value": r["value"],
-                "unit": r["unit"],
-                "measured_at": r["measured_at"].isoformat(),
-            }
+    return SensorValues(
+        sensors=[
+            SensorValue(
+                path=r["path"], value=r["value"], unit=r["unit"], measured_at=r["measured_at"].isoformat()
+            )
             for r in rows
             if (args.zone is None or r["zone"] == args.zone)
             and (args.channel is None or r["channel"] == args.channel)
         ]
-    }
+    )
 
 
 @tool(scope="read", read_only=True, idempotent=True)
@@ -78,10 +80,10 @@ def get_sensor_history(args: SensorHistoryInput, ctx: ToolContext) -> SensorHist
             f"Unknown sensor '{args.path}'. Call get_sensor_values to see the sensors and their paths."
         )
     series = selectors.sensor_series(key, args.range, max_points=args.max_points)
-    return {
-        "path": key.path,
-        "unit": series["unit"],
-        "since": series["since"].isoformat(),
-        "until": series["until"].isoformat(),
-        "points": [{"at": at.isoformat(), "value": value} for at, value in series["points"]],
-    }
+    return SensorHistory(
+        path=key.path,
+        unit=series["unit"],
+        since=series["since"].isoformat(),
+        until=series["until"].isoformat(),
+        points=[SensorPoint(at=at.isoformat(), value=value) for at, value in series["points"]],
+    )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from devices.audit.changes import CHANGES_GROUP
+from devices.audit.changes import CHANGE_EVENT, CHANGES_GROUP
 from devices.telemetry import selectors
 from mcp_endpoint.resources import Resource, ResourceNotFound, ResourceTemplate
 
@@ -16,6 +16,7 @@ SENSORS = "home://sensors/latest"
 class SensorResources:
     scope = "read"
     change_group = CHANGES_GROUP
+    change_type = CHANGE_EVENT
 
     def list_resources(self) -> list[Resource]:
         return [Resource(SENSORS, "sensors", "El último valor de cada sensor")]

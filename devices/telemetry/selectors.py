@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TypedDict
 
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -32,13 +32,42 @@ class SensorKey:
         return Q(zone=self.zone, device_type=self.device_type, device_id=self.device_id, channel=self.channel)
 
 
-def latest_readings() -> list[dict[str, Any]]:
+class SensorRow(TypedDict):
+    path: str  # zone/device_type/device_id/channel
+    zone: str
+    device_type: str
+    device_id: str
+    channel: str
+    value: float
+    unit: str
+    measured_at: datetime
+
+
+class SensorSeries(TypedDict):
+    since: datetime
+    until: datetime
+    unit: str
+    points: list[tuple[datetime, float]]  # oldest first
+
+
+def latest_readings() -> list[SensorRow]:
     """The newest reading of every sensor, ordered by zone, device and channel (from the
     sensors table the MQTT worker keeps current: no scan of the history)."""
-    rows = list(Sensor.objects.values(*SENSOR_FIELDS, "value", "unit", "measured_at"))
-    for row in rows:
-        row["path"] = "/".join(row[f] for f in SENSOR_FIELDS)
-    return rows
+    return [
+        {
+            "path": f"{zone}/{device_type}/{device_id}/{channel}",
+            "zone": zone,
+            "device_type": device_type,
+            "device_id": device_id,
+            "channel": channel,
+            "value": value,
+            "unit": unit,
+            "measured_at": measured_at,
+        }
+        for zone, device_type, device_id, channel, value, unit, measured_at in Sensor.objects.values_list(
+            *SENSOR_FIELDS, "value", "unit", "measured_at"
+        )
+    ]
 
 
 def sensor_exists(key: SensorKey) -> bool:
@@ -57,7 +86,7 @@ def sensor_readings(
     return readings.order_by("-measured_at", "-id")
 
 
-def sensor_series(key: SensorKey, range_name: str, *, max_points: int = 2000) -> dict[str, Any]:
+def sensor_series(key: SensorKey, range_name: str, *, max_points: int = 2000) -> SensorSeries:
     """The points of a chart for `range_name` (hour, day, week): oldest first, at most `max_points`
     (evenly thinned when the range holds more)."""
     now = timezone.now()

@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import connection, transaction
+from django.db.models import Field, Model
 from django.utils import timezone
 
 from common.pruning import delete_in_chunks
@@ -56,6 +57,13 @@ def message_digest(topic: str, payload: bytes) -> int:
     return int.from_bytes(hashed.digest(), "big", signed=True)
 
 
+def _column(model: type[Model], name: str) -> str:
+    """The database column of a concrete field of `model`."""
+    found = model._meta.get_field(name)
+    assert isinstance(found, Field) and found.column is not None
+    return found.column
+
+
 def record_deliveries(deliveries: Sequence[Delivery]) -> set[Delivery]:
     """Record that these messages are being stored, inside the transaction that stores them,
     and return those that were stored before: repeats (DUP) whose session and packet id are
@@ -68,7 +76,7 @@ def record_deliveries(deliveries: Sequence[Delivery]) -> set[Delivery]:
     quote = connection.ops.quote_name
     table = quote(meta.db_table)
     session, packet_id, digest = (
-        quote(meta.get_field(name).column) for name in ("session", "packet_id", "digest")
+        quote(_column(MqttDelivery, name)) for name in ("session", "packet_id", "digest")
     )
 
     def upsert(rows: int) -> str:
@@ -140,7 +148,7 @@ def _insert_readings(readings: Sequence[Reading], now: datetime) -> None:
     meta = TelemetryReading._meta
     quote = connection.ops.quote_name
     fields = ("zone", "device_type", "device_id", "channel", "value", "unit", "measured_at", "received_at")
-    columns = [meta.get_field(name).column for name in fields]
+    columns = [_column(TelemetryReading, name) for name in fields]
     sql = (
         f"INSERT INTO {quote(meta.db_table)} ({', '.join(map(quote, columns))}) "
         f"VALUES ({', '.join(['%s'] * len(columns))})"

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import threading
 import time
 from datetime import tzinfo
 
 import paho.mqtt.client as mqtt
+from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 from paho.mqtt.enums import CallbackAPIVersion
 
@@ -95,7 +97,7 @@ class DemoAgents:
                     zone=a.room.zone,
                     heartbeat=HEARTBEAT_SECONDS,
                     telemetry_seconds=READING_SECONDS,
-                    values=lambda channel, at, room=a.room: room.value(channel, at, tz),
+                    values=functools.partial(a.room.value, tz=tz),
                 )
                 for a in agents
                 if a.transport == Agent.Transport.MQTT
@@ -129,8 +131,8 @@ class DemoAgents:
             with contextlib.suppress(Exception):
                 await device.close()
         for agent in self._mqtt:
-            await asyncio.to_thread(_leave, agent)
-        await asyncio.to_thread(self._sensors.stop)
+            await sync_to_async(_leave, thread_sensitive=False)(agent)
+        await sync_to_async(self._sensors.stop, thread_sensitive=False)()
 
 
 def _leave(agent: SimulatedMqttAgent) -> None:

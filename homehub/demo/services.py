@@ -16,7 +16,7 @@ from devices.telemetry.services import Batch, store_batch
 from homehub.demo.catalogue import DemoAgent
 from homehub.demo.climate import Room
 from mcp_endpoint.models import AccessToken
-from mcp_endpoint.registry import SCOPES
+from mcp_endpoint.scopes import scopes
 from mcp_endpoint.tokens import create_token, revoke_all
 
 ACTOR = "demo"
@@ -46,7 +46,7 @@ def register_agents(agents: list[DemoAgent]) -> dict[str, str]:
 def fresh_mcp_token() -> str:
     """A new all-scopes token for the demo's MCP clients; earlier demo tokens are revoked."""
     revoke_all(AccessToken.objects.filter(name=TOKEN_NAME, revoked=False))
-    return create_token(TOKEN_NAME, list(SCOPES))[1]
+    return create_token(TOKEN_NAME, list(scopes.names()))[1]
 
 
 def readings_at(room: Room, at: float, tz: tzinfo) -> list[Reading]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -9,6 +10,10 @@ from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 
 from mcp_endpoint import jsonrpc
+
+# ASGI as these transports speak it: the events are plain dicts.
+AsgiReceive = Callable[[], Awaitable[dict[str, Any]]]
+AsgiSend = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class BodyTooLarge(Exception):
@@ -24,7 +29,7 @@ class Request:
     scheme: str
 
     @classmethod
-    def from_scope(cls, scope: dict[str, Any]) -> Request:
+    def from_scope(cls, scope: Mapping[str, Any]) -> Request:
         headers: dict[str, str] = {}
         for name, value in scope.get("headers", []):
             key = name.decode("latin-1").lower()
@@ -44,7 +49,7 @@ class Request:
         return f"{self.scheme}://{host}"
 
 
-async def read_body(receive, headers: dict[str, str], limit: int) -> bytes:
+async def read_body(receive: AsgiReceive, headers: dict[str, str], limit: int) -> bytes:
     """The whole request body; BodyTooLarge past `limit` bytes (checked before reading on)."""
     declared = headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit:
@@ -63,7 +68,11 @@ async def read_body(receive, headers: dict[str, str], limit: int) -> bytes:
 
 
 async def respond(
-    send, status: int, body: bytes = b"", headers: list[tuple[str, str]] | None = None, content_type: str = ""
+    send: AsgiSend,
+    status: int,
+    body: bytes = b"",
+    headers: list[tuple[str, str]] | None = None,
+    content_type: str = "",
 ) -> None:
     raw_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers or []]
     if content_type:
@@ -73,7 +82,9 @@ async def respond(
     await send({"type": "http.response.body", "body": body})
 
 
-async def respond_json(send, status: int, data: Any, headers: list[tuple[str, str]] | None = None) -> None:
+async def respond_json(
+    send: AsgiSend, status: int, data: Any, headers: list[tuple[str, str]] | None = None
+) -> None:
     body = jsonrpc.dumps(data).encode()
     await respond(send, status, body, headers, "application/json")
 

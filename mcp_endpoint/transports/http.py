@@ -17,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeGuard
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -25,11 +26,20 @@ from django.conf import settings
 from mcp_endpoint import http_sessions, jsonrpc, sse_store
 from mcp_endpoint.db_upkeep import tidy_connections
 from mcp_endpoint.jsonrpc import JsonRpcError
-from mcp_endpoint.protocol import META_PROTOCOL_VERSION, STATELESS_VERSIONS, SUPPORTED_VERSIONS, SessionState
+from mcp_endpoint.models import AccessToken
+from mcp_endpoint.protocol import (
+    META_PROTOCOL_VERSION,
+    STATELESS_VERSIONS,
+    SUPPORTED_VERSIONS,
+    Outgoing,
+    SessionState,
+)
 from mcp_endpoint.registry import Caller
 from mcp_endpoint.session import ServerSession, too_many_in_flight
 from mcp_endpoint.tokens import aauthenticate, bearer_token, caller_for
 from mcp_endpoint.transports.asgi_http import (
+    AsgiReceive,
+    AsgiSend,
     BodyTooLarge,
     Request,
     host_allowed,
@@ -67,7 +77,7 @@ def _accepts(accept: str, media_type: str) -> bool:
 class StreamableHttpApp:
     """The ASGI application mounted at `/mcp`."""
 
-    async def __call__(self, scope, receive, send) -> None:
+    async def __call__(self, scope: Mapping[str, Any], receive: AsgiReceive, send: AsgiSend) -> None:
         if scope["type"] == "lifespan":
             return
         request = Request.from_scope(scope)
@@ -115,7 +125,7 @@ class StreamableHttpApp:
         else:
             await self._delete(request, send, token)
 
-    async def _unauthorized(self, request: Request, send) -> None:
+    async def _unauthorized(self, request: Request, send: AsgiSend) -> None:
         metadata = request.base_url + RESOURCE_METADATA_PATH
         challenge = f'Bearer realm="homehub", resource_metadata="{metadata}"'
         if request.headers.get("authorization"):
@@ -131,7 +141,9 @@ class StreamableHttpApp:
 
     # --- POST ------------------------------------------------------------------------------
 
-    async def _post(self, request: Request, receive, send, token, caller: Caller) -> None:
+    async def _post(
+        self, request: Request, receive: AsgiReceive, send: AsgiSend, token: AccessToken, caller: Caller
+    ) -> None:
         headers = request.headers
         accept = headers.get("accept", "")
         if not (_accepts(accept, "application/json") and _accepts(accept, "text/event-stream")):
@@ -197,22 +209,28 @@ class StreamableHttpApp:
     @staticmethod
     def _header_mismatch(headers: dict[str, str], message: dict[str, Any]) -> str | None:
         """2026-07-28: the routing headers must repeat what the body says."""
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
-        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        params = message.get("params")
+        if not isinstance(params, dict):
+            params = {}
+        meta = params.get("_meta")
+        if not isinstance(meta, dict):
+            meta = {}
         body_version = meta.get(META_PROTOCOL_VERSION)
         if headers.get("mcp-protocol-version") != body_version:
             return f"MCP-Protocol-Version header does not match the body's protocol version {body_version!r}"
         method = message.get("method")
         if headers.get("mcp-method") != method:
             return f"Mcp-Method header {headers.get('mcp-method')!r} does not match body method {method!r}"
-        field = NAME_BEARING.get(method)
+        field = NAME_BEARING.get(method) if isinstance(method, str) else None
         if field and field in params:
             header = _decode_header_value(headers.get("mcp-name"))
             if header != params[field]:
                 return f"Mcp-Name header {header!r} does not match body {field} {params[field]!r}"
         return None
 
-    async def _stateless(self, receive, send, headers: dict[str, str], caller: Caller, message: Any) -> None:
+    async def _stateless(
+        self, receive: AsgiReceive, send: AsgiSend, headers: dict[str, str], caller: Caller, message: Any
+    ) -> None:
         """A 2026-07-28 request: no session; protocol errors carry their HTTP status."""
         if not isinstance(message, dict) or "method" not in message:
             error = JsonRpcError(
@@ -237,24 +255,30 @@ class StreamableHttpApp:
         else:
             response = await session.handle(message, notify=stream.event)
         code = response.get("error", {}).get("code") if isinstance(response, dict) else None
-        if not stream.started and (code in STATELESS_ERROR_STATUS or settings.MCP_HTTP_JSON_RESPONSE):
-            await respond_json(send, STATELESS_ERROR_STATUS.get(code, 200), response)
+        status = STATELESS_ERROR_STATUS.get(code) if isinstance(code, int) else None
+        if not stream.started and (status is not None or settings.MCP_HTTP_JSON_RESPONSE):
+            await respond_json(send, status or 200, response)
         elif response is not None:
             await stream.event(response, last=True)
         else:
             await stream.finish()
 
-    async def _initialize(self, send, caller: Caller, token, message: dict[str, Any]) -> None:
+    async def _initialize(
+        self, send: AsgiSend, caller: Caller, token: AccessToken, message: dict[str, Any]
+    ) -> None:
         session = ServerSession(caller, _discard)
         response = await session.handle(message)
         await session.close()
+        if response is None:  # sent as a notification: owed no answer, like any other
+            await respond(send, 202)
+            return
         extra: list[tuple[str, str]] = []
         if isinstance(response, dict) and "result" in response:
             session_id = await acreate_session(token, session.state)
             extra.append(("mcp-session-id", session_id))
         await self._send_response(send, response, extra, priming=primes(session.state.protocol_version))
 
-    async def _answer(self, send, session: ServerSession, message: Any, session_id: str) -> None:
+    async def _answer(self, send: AsgiSend, session: ServerSession, message: Any, session_id: str) -> None:
         """Handle a message; stream notifications, requests to the client and the response
         back on this request. A stream the tool cuts off mid-call ends this request; the
         call goes on and its events are kept for a GET resuming the stream."""
@@ -292,7 +316,13 @@ class StreamableHttpApp:
             work.add_done_callback(_log_failure)
 
     async def _stream_answer(
-        self, send, session: ServerSession, message: Any, stream: SseStream, session_id: str, before: tuple
+        self,
+        send: AsgiSend,
+        session: ServerSession,
+        message: Any,
+        stream: SseStream,
+        session_id: str,
+        before: http_sessions.Fingerprint,
     ) -> None:
         extra = [("mcp-session-id", session_id)]
         response = await session.handle_cancellable(message, notify=stream.event, close_stream=stream.close)
@@ -308,7 +338,7 @@ class StreamableHttpApp:
             await stream.event(response, last=True)
 
     async def _send_response(
-        self, send, response: Any, extra: list[tuple[str, str]], *, priming: bool = True
+        self, send: AsgiSend, response: Outgoing, extra: list[tuple[str, str]], *, priming: bool = True
     ) -> None:
         if _forbidden(response):
             scope = (response["error"].get("data") or {}).get("requiredScope", "")
@@ -326,7 +356,9 @@ class StreamableHttpApp:
 
     # --- GET and DELETE ---------------------------------------------------------------------
 
-    async def _get(self, request: Request, receive, send, token, caller: Caller) -> None:
+    async def _get(
+        self, request: Request, receive: AsgiReceive, send: AsgiSend, token: AccessToken, caller: Caller
+    ) -> None:
         if not _accepts(request.headers.get("accept", ""), "text/event-stream"):
             await respond_json(
                 send,
@@ -345,7 +377,7 @@ class StreamableHttpApp:
             return
         await serve_session_stream(receive, send, caller, token, session_id, state, resume, record)
 
-    async def _delete(self, request: Request, send, token) -> None:
+    async def _delete(self, request: Request, send: AsgiSend, token: AccessToken) -> None:
         found = await self._session(request.headers, send, token)
         if found is None:
             return
@@ -355,7 +387,9 @@ class StreamableHttpApp:
             await respond_json(send, 404, _error_body(jsonrpc.INVALID_REQUEST, "Session not found"))
 
     @staticmethod
-    async def _session(headers: dict[str, str], send, token) -> tuple[str, SessionState] | None:
+    async def _session(
+        headers: dict[str, str], send: AsgiSend, token: AccessToken
+    ) -> tuple[str, SessionState] | None:
         """The request's live session, or None once 400 (no header) or 404 (unknown, ended,
         expired, another token's: the client must initialize again) has been answered."""
         session_id = headers.get("mcp-session-id")
@@ -399,20 +433,20 @@ def _decode_header_value(value: str | None) -> str | None:
     return value
 
 
-def _forbidden(response: Any) -> bool:
+def _forbidden(response: Any) -> TypeGuard[dict[str, Any]]:
     return isinstance(response, dict) and response.get("error", {}).get("code") == jsonrpc.FORBIDDEN
 
 
-async def _finish_session(session: ServerSession, session_id: str, before: tuple) -> None:
+async def _finish_session(session: ServerSession, session_id: str, before: http_sessions.Fingerprint) -> None:
     await session.close()
     if http_sessions.fingerprint(session.state) != before:
         await asave_session(session_id, session.state)
 
 
-def _log_failure(task: asyncio.Task) -> None:
+def _log_failure(task: asyncio.Task[None]) -> None:
     if not task.cancelled() and task.exception() is not None:
         logger.error("MCP call on a stream cut off failed", exc_info=task.exception())
 
 
-async def _discard(message: dict[str, Any]) -> None:
+async def _discard(message: Outgoing) -> None:
     """POST sessions have no standing stream: unsolicited messages go to the GET stream."""

@@ -15,9 +15,11 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 
 from mcp_endpoint import http_sessions, relay, sse_store
-from mcp_endpoint.protocol import SessionState
+from mcp_endpoint.models import AccessToken
+from mcp_endpoint.protocol import Outgoing, SessionState
 from mcp_endpoint.registry import Caller
 from mcp_endpoint.session import ServerSession
+from mcp_endpoint.transports.asgi_http import AsgiReceive, AsgiSend
 from mcp_endpoint.transports.sse_stream import SseStream, primes
 
 KEEPALIVE_SECONDS = 15.0
@@ -26,10 +28,10 @@ _aload_session = sync_to_async(http_sessions.load)
 
 
 async def serve_session_stream(
-    receive,
-    send,
+    receive: AsgiReceive,
+    send: AsgiSend,
     caller: Caller,
-    token,
+    token: AccessToken,
     session_id: str,
     state: SessionState,
     resume: tuple[str, int] | None,
@@ -38,9 +40,9 @@ async def serve_session_stream(
     """A session's GET stream: tool list and subscribed resource changes, with keep-alive
     comments, until the client goes away. Resumed (`resume`, the stream's `record`), it
     first replays the events the client missed."""
-    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=1000)
+    queue: asyncio.Queue[Outgoing] = asyncio.Queue(maxsize=1000)
 
-    async def enqueue(message: dict[str, Any]) -> None:
+    async def enqueue(message: Outgoing) -> None:
         if not queue.full():
             queue.put_nowait(message)
 
@@ -88,7 +90,9 @@ async def serve_session_stream(
         await session.close()
 
 
-async def resume_post_stream(receive, send, session_id: str, stream_id: str, seen: int) -> None:
+async def resume_post_stream(
+    receive: AsgiReceive, send: AsgiSend, session_id: str, stream_id: str, seen: int
+) -> None:
     """A GET resuming a POST stream cut off mid-call: the events it missed, then the
     rest as the call (in this process or another) produces them, up to its response."""
     live: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
@@ -123,11 +127,13 @@ async def resume_post_stream(receive, send, session_id: str, stream_id: str, see
         await stream.finish()
 
 
-async def listen_stream(receive, session: ServerSession, message: dict[str, Any], stream: SseStream) -> Any:
+async def listen_stream(
+    receive: AsgiReceive, session: ServerSession, message: dict[str, Any], stream: SseStream
+) -> Outgoing | None:
     """`subscriptions/listen`: the response stream stays open (with keep-alive comments),
     carrying change notifications, until the client goes away; then None. A refused
     request (bad params) answers at once."""
-    changes: list[asyncio.Task] = []
+    changes: list[asyncio.Task[None]] = []
 
     async def hear_changes() -> None:
         if not changes:
@@ -152,7 +158,9 @@ async def listen_stream(receive, session: ServerSession, message: dict[str, Any]
     return work.result() if work.done() and not work.cancelled() else None
 
 
-async def forward_changes(session: ServerSession, session_id: str | None = None, token=None) -> None:
+async def forward_changes(
+    session: ServerSession, session_id: str | None = None, token: AccessToken | None = None
+) -> None:
     """Feed the channel layer's change events to a GET stream's session (`session_id`) or a
     stateless `subscriptions/listen` request's.
 
@@ -160,7 +168,7 @@ async def forward_changes(session: ServerSession, session_id: str | None = None,
     is reloaded from the database before each event is matched against them.
     """
     layer = get_channel_layer()
-    groups = session.resources.change_groups
+    groups, types = session.resources.change_groups, session.resources.change_types
     if layer is None or not groups:
         return
     channel = await layer.new_channel()
@@ -170,9 +178,9 @@ async def forward_changes(session: ServerSession, session_id: str | None = None,
         while True:
             message = await layer.receive(channel)
             event = message.get("event")
-            if not isinstance(event, dict):
+            if message.get("type") not in types or not isinstance(event, dict):
                 continue
-            if session_id is not None:
+            if session_id is not None and token is not None:
                 state = await _aload_session(session_id, token)
                 if state is None:
                     return
@@ -183,6 +191,6 @@ async def forward_changes(session: ServerSession, session_id: str | None = None,
             await layer.group_discard(group, channel)
 
 
-async def wait_disconnect(receive) -> None:
+async def wait_disconnect(receive: AsgiReceive) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass

@@ -32,7 +32,7 @@ async def _chunks(stream: BinaryIO) -> AsyncIterator[bytes]:
     loop = asyncio.get_running_loop()
     if not _watchable(stream):
         # Regular files (`< file`) cannot be watched by the event loop: read in a thread.
-        while chunk := await loop.run_in_executor(None, stream.read1, CHUNK):
+        while chunk := await loop.run_in_executor(None, stream.read, CHUNK):
             yield chunk
         return
     reader = asyncio.StreamReader(limit=CHUNK)

@@ -1,6 +1,7 @@
 """Seed 000's simplified line protocol: `ready`, then `call` -> `result` / `error`, `quit`.
 
-It reuses the registry and tool execution of the MCP engine; only the framing differs.
+Calls go through the engine's one pipeline (`pipeline.call_tool`: scopes, rate limit,
+metrics, audit) as MCP's do; only the framing and seed 000's texts differ.
 """
 
 from __future__ import annotations
@@ -8,8 +9,8 @@ from __future__ import annotations
 from typing import Any, BinaryIO
 
 from mcp_endpoint.jsonrpc import dumps, loads
+from mcp_endpoint.pipeline import CallRefused, InsufficientScope, UnknownTool, call_tool
 from mcp_endpoint.registry import Caller, ToolContext, ToolRegistry, registry
-from mcp_endpoint.session import run_tool
 from mcp_endpoint.transports.lines import LineTooLong, LineWriter, read_lines
 
 PROTOCOL_VERSION = "0.1.0"
@@ -51,10 +52,15 @@ async def handle_line(line: bytes, caller: Caller, tools: ToolRegistry = registr
     if kind != "call":
         return _error(call_id, f"Tipo de mensaje desconocido: {kind!r} (se esperaba 'call' o 'quit')")
     name = message.get("tool")
-    tool = tools.get(name) if isinstance(name, str) else None
-    if tool is None or tool.scope not in caller.scopes:
-        return _error(call_id, f"Tool '{name}' no encontrada")
-    outcome = await run_tool(tool, message.get("args"), ToolContext(caller=caller))
+    not_found = _error(call_id, f"Tool '{name}' no encontrada")  # out of scope too: not offered
+    if not isinstance(name, str):
+        return not_found
+    try:
+        outcome = await call_tool(name, message.get("args"), ToolContext(caller=caller), tools=tools)
+    except (UnknownTool, InsufficientScope):
+        return not_found
+    except CallRefused as refused:
+        return _error(call_id, refused.message)
     if outcome.is_error:
         text = outcome.structured.get("error") if isinstance(outcome.structured, dict) else None
         return _error(call_id, text or outcome.text or "Error")

@@ -14,9 +14,11 @@ from typing import Any
 from django.conf import settings
 
 from mcp_endpoint import jsonrpc, relay, sse_store
+from mcp_endpoint.protocol import Outgoing
+from mcp_endpoint.transports.asgi_http import AsgiSend
 
 
-def _sse_event(data: dict[str, Any], event_id: str) -> bytes:
+def _sse_event(data: Outgoing, event_id: str) -> bytes:
     return f"event: message\nid: {event_id}\ndata: {jsonrpc.dumps(data)}\n\n".encode()
 
 
@@ -37,7 +39,7 @@ class SseStream:
 
     def __init__(
         self,
-        send,
+        send: AsgiSend,
         headers: list[tuple[str, str]],
         *,
         priming: bool = True,
@@ -88,7 +90,7 @@ class SseStream:
         await self._send({"type": "http.response.body", "body": body, "more_body": True})
         self.started = True
 
-    async def event(self, message: dict[str, Any], *, last: bool = False) -> None:
+    async def event(self, message: Outgoing, *, last: bool = False) -> None:
         if self.detached:
             self._count += 1
             await self._keep(self._count, message, last)
@@ -106,12 +108,12 @@ class SseStream:
         if self._keep_all:
             await self._keep(self._count, message, last)
 
-    async def replay(self, event_id: str, message: dict[str, Any]) -> None:
+    async def replay(self, event_id: str, message: Outgoing) -> None:
         """Send an event kept from another stream, under its own id."""
         chunk = _sse_event(message, event_id)
         await self._send({"type": "http.response.body", "body": chunk, "more_body": True})
 
-    async def _keep(self, seq: int, message: dict[str, Any] | None, last: bool) -> None:
+    async def _keep(self, seq: int, message: Outgoing | None, last: bool) -> None:
         """Keep an event (None: the stream ended without one, e.g. its call was cancelled)."""
         if self._session_id is None:
             return

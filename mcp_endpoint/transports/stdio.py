@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from mcp_endpoint import jsonrpc
+from mcp_endpoint.protocol import Outgoing
 from mcp_endpoint.registry import Caller
 from mcp_endpoint.session import ServerSession
 from mcp_endpoint.transports.lines import LineTooLong, LineWriter, read_lines
@@ -13,7 +14,7 @@ from mcp_endpoint.transports.lines import LineTooLong, LineWriter, read_lines
 async def serve_stdio(caller: Caller, stdin: BinaryIO, stdout: BinaryIO, max_bytes: int) -> None:
     writer = LineWriter(stdout)
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: Outgoing) -> None:
         writer.write(jsonrpc.dumps(message))
 
     session = ServerSession(caller, send)

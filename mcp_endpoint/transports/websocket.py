@@ -14,6 +14,7 @@ from django.conf import settings
 from mcp_endpoint import jsonrpc
 from mcp_endpoint.db_upkeep import tidy_connections
 from mcp_endpoint.metrics import WEBSOCKET_CONNECTIONS
+from mcp_endpoint.protocol import Outgoing
 from mcp_endpoint.session import ServerSession
 from mcp_endpoint.tokens import aauthenticate, bearer_token, caller_for
 from mcp_endpoint.transports.asgi_http import Request, origin_allowed
@@ -43,7 +44,8 @@ class McpWebSocketConsumer(AsyncWebsocketConsumer):
             return
         raw = bearer_token(request.headers.get("authorization"))
         if raw is None:
-            raw = (parse_qs(request.query).get("token") or [None])[0]
+            tokens = parse_qs(request.query).get("token")
+            raw = tokens[0] if tokens else None
         token = await aauthenticate(raw)
         if token is None:
             await self.close(code=CLOSE_POLICY_VIOLATION)
@@ -70,7 +72,7 @@ class McpWebSocketConsumer(AsyncWebsocketConsumer):
 
     async def _hear_changes(self) -> None:
         """Join the change groups at the first subscription: a session that subscribes to
-        nothing need not be woken by every change in the home."""
+        nothing need not be woken by every change the apps announce."""
         if not self._hearing_changes and self.session is not None:
             self._hearing_changes = True
             for group in self.session.resources.change_groups:
@@ -78,20 +80,20 @@ class McpWebSocketConsumer(AsyncWebsocketConsumer):
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         """As Channels dispatches, without its hop to close old connections per message
-        (`tidy_connections` does it at most once a second, and broadcasts need no database)."""
+        (`tidy_connections` does it at most once a second, and change events need no
+        database). A change event (a type the resource providers announce on) goes to the
+        session."""
+        if self.session is not None and message["type"] in self.session.resources.change_types:
+            if isinstance(message.get("event"), dict):
+                await self.session.on_change(message["event"])
+            return
         handler = getattr(self, get_handler_name(message), None)
         if handler is None:
             raise ValueError(f"No handler for message type {message['type']}")
-        if message["type"] != "home.event":
-            await tidy_connections()
+        await tidy_connections()
         await handler(message)
 
-    async def home_event(self, message: dict[str, Any]) -> None:
-        """A change broadcast by the home's services (channel-layer type `home.event`)."""
-        if self.session is not None and isinstance(message.get("event"), dict):
-            await self.session.on_change(message["event"])
-
-    async def _send_message(self, message: dict[str, Any]) -> None:
+    async def _send_message(self, message: Outgoing) -> None:
         await self.send(text_data=jsonrpc.dumps(message))
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:

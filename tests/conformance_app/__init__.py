@@ -1,5 +1,6 @@
 """Test-only app: the fixtures the MCP conformance suite expects (never installed by default).
 
-homehub/settings.py adds it to INSTALLED_APPS only when HOMEHUB_CONFORMANCE=1, which
-tests/test_mcp_conformance.py sets for the daphne it starts.
+`homehub.settings_conformance` installs it; tests/mcp_endpoint/test_mcp_conformance.py and
+tests/mcp_endpoint/test_mcp_client_requests_live.py start their daphne with
+DJANGO_SETTINGS_MODULE=homehub.settings_conformance.
 """

@@ -277,6 +277,7 @@ TEMPLATE_RE = re.compile(r"^test://template/([^/]+)/data$")
 class ConformanceResources:
     scope = "read"
     change_group = "conformance"
+    change_type = "conformance.change"
 
     def list_resources(self) -> list[Resource]:
         return [

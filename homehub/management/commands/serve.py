@@ -81,18 +81,12 @@ class Command(BaseCommand):
             loop.call_soon(lambda: asyncio.ensure_future(gateway.start()))
             if worker is not None:
                 loop.call_soon(lambda: asyncio.ensure_future(worker.start()))
-                reactor.addSystemEventTrigger(
-                    "before",
-                    "shutdown",
-                    lambda: defer.Deferred.fromFuture(asyncio.ensure_future(worker.stop())),
-                )
+                stop_worker = lambda: defer.Deferred.fromFuture(asyncio.ensure_future(worker.stop()))  # noqa: E731
+                reactor.addSystemEventTrigger("before", "shutdown", stop_worker)  # type: ignore[arg-type]
             if demo is not None:
                 loop.call_soon(demo.start)
-                reactor.addSystemEventTrigger(
-                    "before",
-                    "shutdown",
-                    lambda: defer.Deferred.fromFuture(asyncio.ensure_future(demo.stop())),
-                )
+                stop_demo = lambda: defer.Deferred.fromFuture(asyncio.ensure_future(demo.stop()))  # noqa: E731
+                reactor.addSystemEventTrigger("before", "shutdown", stop_demo)  # type: ignore[arg-type]
 
         self.stderr.write(
             f"HomeHub on http://{host}:{port}/"

@@ -1,23 +1,33 @@
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from mcp_endpoint.registry import SCOPES
+from mcp_endpoint.scopes import scopes as declared_scopes
 from mcp_endpoint.tokens import create_token, parse_scopes
 
 
 class Command(BaseCommand):
     help = "Create an access token for an LLM agent. The token is the last line printed (shown once)."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name", help="Who or what the token is for (shown in the audit trail).")
-        parser.add_argument("--scopes", default="read", help=f"Comma-separated, of {','.join(SCOPES)}.")
+        parser.add_argument(
+            "--scopes", default="read", help=f"Comma-separated, of {','.join(declared_scopes.names())}."
+        )
         parser.add_argument("--owner", help="Username of the person responsible for the token.")
         parser.add_argument("--expires-days", type=float, help="Expire the token after this many days.")
 
-    def handle(self, *args, name: str, scopes: str, owner=None, expires_days=None, **options):
+    def handle(
+        self,
+        *args: object,
+        name: str,
+        scopes: str,
+        owner: str | None = None,
+        expires_days: float | None = None,
+        **options: object,
+    ) -> None:
         try:
             scope_list = parse_scopes(scopes)
         except ValueError as exc:

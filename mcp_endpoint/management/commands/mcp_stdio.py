@@ -5,9 +5,10 @@ import logging
 import sys
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from mcp_endpoint.registry import SCOPES, Caller, registry
+from mcp_endpoint.registry import Caller, registry
+from mcp_endpoint.scopes import scopes as declared_scopes
 from mcp_endpoint.transports.simple import serve_simple
 from mcp_endpoint.transports.stdio import serve_stdio
 
@@ -20,17 +21,17 @@ class Command(BaseCommand):
         "simplified line protocol with --protocol simple. Logs go to stderr."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--protocol", choices=["jsonrpc", "simple"], default="jsonrpc")
         parser.add_argument(
             "--scopes",
-            default=",".join(SCOPES),
+            default=",".join(declared_scopes.names()),
             help="Comma-separated scopes this server grants (default: all of %(default)s).",
         )
 
-    def handle(self, *args, protocol: str = "jsonrpc", scopes: str = "", **options):
+    def handle(self, *args: object, protocol: str = "jsonrpc", scopes: str = "", **options: object) -> None:
         granted = frozenset(s.strip() for s in scopes.split(",") if s.strip())
-        unknown = granted - set(SCOPES)
+        unknown = {s for s in granted if s not in declared_scopes}
         if unknown:
             raise CommandError(f"unknown scope(s): {', '.join(sorted(unknown))}")
         caller = Caller(actor=f"{getpass.getuser()}@stdio", interface="mcp-stdio", scopes=granted)

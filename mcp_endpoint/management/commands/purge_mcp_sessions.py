@@ -1,4 +1,4 @@
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 from common.pruning import parse_age
 from mcp_endpoint.http_sessions import purge
@@ -10,9 +10,9 @@ class Command(BaseCommand):
         "(open sessions stay; a client coming back with a deleted one gets 404, as for an ended one)."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--grace", default="1d", help="e.g. 1d (the default), 12h, 2w")
 
-    def handle(self, *args, grace, **options):
+    def handle(self, *args: object, grace: str, **options: object) -> None:
         deleted = purge(parse_age(grace))
         self.stdout.write(f"Deleted {deleted} MCP sessions ended or expired more than {grace} ago.")

@@ -1,0 +1,163 @@
+"""Batches of uploaded FEL files as server-side `fel_batch` jobs: the dashboard's Invoices
+page and `/api/invoices/batches` (upload, progress, per-file outcomes, manifest, PDFs, ZIP)."""
+
+import io
+import json
+import time
+import zipfile
+from datetime import timedelta
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.utils import timezone
+
+from devices.audit.models import Event
+from fel.models import BatchJob, Invoice
+from tests.fel_support import BROKEN, REAL, SAT_SAMPLE, make_root
+from tests.home.test_api_home import bearer
+
+
+@pytest.fixture
+def fel_root(tmp_path, settings):
+    return make_root(tmp_path, settings)
+
+
+def upload(path, name=None, data=None):
+    return SimpleUploadedFile(name or path.name, data or path.read_bytes(), content_type="application/xml")
+
+
+def streamed(response) -> bytes:
+    return b"".join(response.streaming_content)
+
+
+@pytest.mark.django_db
+def test_dashboard_batch_reports_each_file_and_offers_downloads(staff_client, fel_root, inline_batches):
+    files = [upload(SAT_SAMPLE), upload(BROKEN[0]), upload(SAT_SAMPLE, "junk.xml", b"<not-xml")]
+    response = staff_client.post("/invoices/", {"files": files}, HTTP_ACCEPT="application/json")
+    assert response.status_code == 202
+    body = response.json()
+    job = BatchJob.objects.get(pk=body["id"])
+    assert (job.state, job.total, job.done, job.invalid) == ("done", 3, 3, 2)
+    assert job.created_by == "boss" and job.interface == "dashboard"
+
+    panel = staff_client.get(body["panel"]).content.decode()
+    assert 'data-state="done"' in panel and "Done: 3 files, 1 valid, 2 with issues." in panel
+    assert SAT_SAMPLE.name in panel and "could not be read" in panel and "1 issue" in panel
+    assert "<html" not in panel  # the panel alone, for polling
+
+    page = staff_client.get("/invoices/").content.decode()  # a reload finds the batch again
+    assert f'data-batch="{job.pk}"' in page and Invoice.objects.get(valid=True).emisor_name[:20] in page
+
+    manifest = json.loads(streamed(staff_client.get(f"/invoices/batches/{job.pk}/manifest.json")))
+    assert manifest["count"] == 3 and manifest["valid"] == 1 and manifest["invalid"] == 2
+    by_name = {e["xml"].rsplit("/", 1)[-1]: e for e in manifest["files"]}
+    assert by_name["junk.xml"]["error"] and by_name["junk.xml"]["pdf"] is None
+    good = by_name[SAT_SAMPLE.name]
+    assert good["ok"] and len(good["xml_sha256"]) == 64 and len(good["pdf_sha256"]) == 64
+
+    first = job.files.get(name=SAT_SAMPLE.name)
+    pdf = staff_client.get(f"/invoices/batches/{job.pk}/files/{first.position}/pdf/")
+    assert pdf.status_code == 200 and "attachment" in pdf["Content-Disposition"]
+    assert streamed(pdf).startswith(b"%PDF")
+    archive = zipfile.ZipFile(io.BytesIO(streamed(staff_client.get(f"/invoices/batches/{job.pk}/pdfs.zip"))))
+    names = set(archive.namelist())
+    assert "manifest.json" in names and f"pdf/{SAT_SAMPLE.stem}.pdf" in names
+    assert not any(n.startswith("pdf/junk") for n in names)
+
+    assert Event.objects.filter(action="fel.invoice.record", interface="dashboard", actor="boss").exists()
+    event = Event.objects.get(action="fel.batch")
+    assert event.after == {"state": "done", "count": 3, "invalid": 2} and event.actor == "boss"
+
+
+@pytest.mark.django_db
+def test_uploads_stay_inside_fel_root_and_same_names_do_not_clash(staff_client, fel_root, inline_batches):
+    evil = [upload(REAL[0], "../../escape.xml"), upload(REAL[1], "../../escape.xml")]
+    response = staff_client.post("/invoices/", {"files": evil})
+    job = BatchJob.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/invoices/batches/{job.pk}/"
+    assert sorted(job.files.values_list("name", flat=True)) == ["escape-2.xml", "escape.xml"]
+    assert (fel_root / job.xml_dir / "escape.xml").is_file()
+    assert not (fel_root.parent / "escape.xml").exists()
+    assert (fel_root / job.out_dir).is_relative_to(fel_root)
+    page = staff_client.get(f"/invoices/batches/{job.pk}/").content.decode()
+    assert "escape-2.xml" in page and "manifest.json" in page
+
+
+@pytest.mark.django_db
+def test_dashboard_refuses_an_empty_upload_and_unknown_batches(staff_client, fel_root):
+    answer = staff_client.post("/invoices/", {}, HTTP_ACCEPT="application/json")
+    assert answer.status_code == 400 and answer.json()["error"] == "Choose at least one XML file."
+    assert (
+        "Choose at least one XML file." in staff_client.post("/invoices/", {}, follow=True).content.decode()
+    )
+    for url in ["/invoices/batches/9/", "/invoices/batches/9/manifest.json", "/invoices/batches/9/pdfs.zip"]:
+        assert staff_client.get(url).status_code == 404
+    assert BatchJob.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_running_and_abandoned_batches(staff_client, fel_root):
+    running = BatchJob.objects.create(
+        folder="a", created_by="boss", interface="dashboard", state="running", total=4, done=1,
+        current="x.xml", xml_dir="uploads/a", out_dir="out/uploads/a",
+    )  # fmt: skip
+    page = staff_client.get(f"/invoices/batches/{running.pk}/").content.decode()
+    assert "Processed 1 of 4 files (last: x.xml)." in page
+    assert '<meta http-equiv="refresh"' in page  # without JavaScript the page refreshes itself
+    assert staff_client.get(f"/invoices/batches/{running.pk}/pdfs.zip").status_code == 404
+    BatchJob.objects.filter(pk=running.pk).update(updated_at=timezone.now() - timedelta(hours=1))
+    page = staff_client.get(f"/invoices/batches/{running.pk}/").content.decode()
+    assert "Interrupted after 1 of 4 files" in page and "http-equiv" not in page
+
+
+@pytest.mark.django_db
+def test_rest_batch_with_scopes_and_polling(client, fel_root, inline_batches):
+    auth = bearer(["fel"])
+    files = [upload(path) for path in [*REAL[:2], BROKEN[0]]]
+    assert client.post("/api/invoices/batches", {"files": files}, **bearer(["read"])).status_code == 403
+    response = client.post(
+        "/api/invoices/batches", {"files": [upload(p) for p in [*REAL[:2], BROKEN[0]]]}, **auth
+    )
+    assert response.status_code == 202, response.content
+    assert response.json()["state"] == "queued" and response.json()["total"] == 3
+    job = client.get(f"/api/invoices/batches/{response.json()['id']}", **auth).json()
+    assert job["state"] == "done" and job["invalid"] == 1
+    assert [f["position"] for f in job["files"]] == [1, 2, 3]
+    assert all(len(f["xml_sha256"]) == 64 for f in job["files"])
+    later = client.get(f"/api/invoices/batches/{job['id']}", {"since": 2}, **auth).json()
+    assert [f["position"] for f in later["files"]] == [3]
+    listed = client.get("/api/invoices/batches", **auth).json()
+    assert listed["count"] == 1 and listed["items"][0]["files"] == []
+    manifest = json.loads(streamed(client.get(f"/api/invoices/batches/{job['id']}/manifest", **auth)))
+    assert manifest["count"] == 3
+    archive = client.get(f"/api/invoices/batches/{job['id']}/archive", **auth)
+    assert archive.status_code == 200 and archive["Content-Type"] == "application/zip"
+    with_pdf = next(f for f in job["files"] if f["has_pdf"])
+    pdf = client.get(f"/api/invoices/batches/{job['id']}/files/{with_pdf['position']}/pdf", **auth)
+    assert streamed(pdf).startswith(b"%PDF")
+    assert client.get("/api/invoices/batches/999", **auth).status_code == 404
+    assert client.get(f"/api/invoices/batches/{job['id']}/files/99/pdf", **auth).status_code == 404
+    assert Event.objects.filter(action="fel.batch", interface="rest", actor="integrator").exists()
+    assert client.post("/api/invoices/batches", {}, **auth).status_code == 422
+
+
+@pytest.mark.django_db
+def test_rest_refuses_too_many_files(client, fel_root, settings):
+    settings.DATA_UPLOAD_MAX_NUMBER_FILES = 2
+    files = [upload(SAT_SAMPLE, f"f{i}.xml") for i in range(3)]
+    response = client.post("/api/invoices/batches", {"files": files}, **bearer(["fel"]))
+    assert response.status_code == 413 and "at most 2" in response.json()["detail"]
+
+
+def test_a_batch_runs_in_the_background(transactional_db, client, fel_root, settings):
+    """Without the inline fixture: a real thread runs the job while the caller polls."""
+    settings.FEL_BATCH_WORKERS = 1
+    auth = bearer(["fel"])
+    response = client.post("/api/invoices/batches", {"files": [upload(p) for p in REAL]}, **auth)
+    assert response.status_code == 202
+    job_id = response.json()["id"]
+    deadline = time.monotonic() + 60
+    while (job := client.get(f"/api/invoices/batches/{job_id}", **auth).json())["state"] != "done":
+        assert job["state"] in {"queued", "running"} and time.monotonic() < deadline
+        time.sleep(0.1)
+    assert job["done"] == len(REAL) and job["invalid"] == 0 and len(job["files"]) == len(REAL)
