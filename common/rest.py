@@ -39,10 +39,18 @@ class Forbidden(HttpError):
         super().__init__(403, message)
 
 
+def rest_caller(request: HttpRequest) -> RestCaller:
+    """Who the authentication found (django-ninja keeps it as `request.auth`)."""
+    caller = getattr(request, "auth", None)
+    if not isinstance(caller, RestCaller):
+        raise Forbidden("Authentication required.")
+    return caller
+
+
 def need(request: HttpRequest, scope: str) -> str:
     """Refuse (403) a caller whose token lacks `scope`; returns the actor for the audit trail."""
-    caller = getattr(request, "auth", None)
-    if not isinstance(caller, RestCaller) or scope not in caller.scopes:
+    caller = rest_caller(request)
+    if scope not in caller.scopes:
         raise Forbidden(f"This token lacks the '{scope}' scope needed here.")
     return caller.actor
 

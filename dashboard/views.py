@@ -28,6 +28,8 @@ from devices.home import services
 from devices.home.errors import HomeError
 from devices.mqtt import status as mqtt_status
 from devices.telemetry import selectors as telemetry_reads
+from mcp_endpoint.pipeline import CallRefused
+from mcp_endpoint.registry import Caller
 
 DASHBOARD = Event.Interface.DASHBOARD
 EVENTS_PER_PAGE = 25
@@ -186,13 +188,10 @@ def devices(request: HttpRequest) -> HttpResponse:
             if errors:
                 status, result = 400, {"error": "Check the highlighted fields.", "fields": errors}
             else:
+                caller = Caller(actor=_actor(request), interface=DASHBOARD, audited=True)
                 try:
-                    result = {
-                        "result": call_agent_tool(
-                            agent_id, tool_name, arguments, actor=_actor(request), interface=DASHBOARD
-                        )
-                    }
-                except CallFailed as failure:
+                    result = {"result": call_agent_tool(agent_id, tool_name, arguments, caller=caller)}
+                except (CallFailed, CallRefused) as failure:
                     status, result = http_status(failure), {"error": failure.message}
         if _wants_json(request):
             return JsonResponse(result, status=status)

@@ -97,7 +97,11 @@ async def run_tool(tool: Tool, arguments: Any, ctx: ToolContext) -> ToolResult:
         return await tool.call(arguments, ctx)
     except ToolError as exc:
         return ToolResult(
-            structured=exc.structured, is_error=True, text=_error_text(exc), audited=exc.audited
+            structured=exc.structured,
+            is_error=True,
+            text=_error_text(exc),
+            audited=exc.audited,
+            reason=exc.reason,
         )
     except (asyncio.CancelledError, InputRequired):
         raise

@@ -105,16 +105,24 @@ class ToolError(Exception):
     """A failure the model can act on: becomes a result with `isError: true`.
 
     `structured`, when given, is sent as the error's JSON (for tools whose documented
-    error output is an object, like seed 000's `{"ok": false, "error": ...}`).
+    error output is an object, like seed 000's `{"ok": false, "error": ...}`). `reason`, when
+    given, is the app's own typed failure, which a door that is not MCP (REST, a dashboard
+    form) maps by its type (the device gateway's outcomes to HTTP statuses, say).
     """
 
     def __init__(
-        self, message: str, structured: dict[str, Any] | None = None, *, audited: bool = False
+        self,
+        message: str,
+        structured: dict[str, Any] | None = None,
+        *,
+        audited: bool = False,
+        reason: Exception | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.structured = structured
         self.audited = audited  # as `ToolResult.audited`
+        self.reason = reason
 
 
 class ClientRequestError(ToolError):
@@ -132,6 +140,7 @@ class ToolResult:
     # The tool recorded this call itself (the device gateway's `agent.call` events, with the
     # device's outcome), so the registry's call observers leave it out.
     audited: bool = False
+    reason: Exception | None = None  # a failed call's typed failure (`ToolError.reason`)
 
     def as_mcp(self) -> dict[str, Any]:
         if self.content is not None:

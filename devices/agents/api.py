@@ -9,11 +9,13 @@ from django.http import HttpRequest
 from ninja import Field, Router, Schema, Status
 from ninja.errors import HttpError
 
-from common.rest import Error, Name, need
+from common.rest import Error, Name, need, rest_caller
 from devices.agents import selectors
 from devices.agents.calls import call_agent_tool, http_status
 from devices.agents.outcomes import CallFailed
 from devices.audit.models import Event
+from mcp_endpoint.pipeline import CallRefused
+from mcp_endpoint.registry import Caller
 
 REST = Event.Interface.REST
 router = Router(tags=["agents"])
@@ -78,7 +80,17 @@ def list_agent_tools(request: HttpRequest, agent_id: Name):
 
 @router.post(
     "/agents/{agent_id}/tools/{tool}/call",
-    response={200: ToolCallOut, 404: Error, 409: Error, 500: Error, 502: Error, 503: Error, 504: Error},
+    response={
+        200: ToolCallOut,
+        403: Error,
+        404: Error,
+        409: Error,
+        429: Error,
+        500: Error,
+        502: Error,
+        503: Error,
+        504: Error,
+    },
     summary="Call a tool on an online agent",
 )
 def call_tool(request: HttpRequest, agent_id: Name, tool: Name, call: ToolCall):
@@ -86,7 +98,8 @@ def call_tool(request: HttpRequest, agent_id: Name, tool: Name, call: ToolCall):
     if selectors.agent_tool(agent_id, tool) is None:
         _agent_or_404(agent_id)
         return Status(404, {"detail": f"Agent '{agent_id}' has no tool '{tool}'."})
+    caller = Caller(actor=actor, interface=REST, scopes=rest_caller(request).scopes, audited=True)
     try:
-        return call_agent_tool(agent_id, tool, call.arguments, actor=actor, interface=REST)
-    except CallFailed as failure:
+        return call_agent_tool(agent_id, tool, call.arguments, caller=caller)
+    except (CallFailed, CallRefused) as failure:
         return Status(http_status(failure), {"detail": failure.message})

@@ -1,8 +1,8 @@
-"""Calling an ESP32 agent's tool from the dashboard or the REST API, through the gateway.
-
-The gateway (`devices.agents.gateway`) routes the call to whichever hub process holds the
-device's connection and audits it; this module adapts it for sync views, and gives each
-outcome type its HTTP status (`http_status`), which the REST API and the dashboard answer.
+"""Calling an ESP32 agent's tool from the dashboard or the REST API: through the one
+tool-call pipeline (`mcp_endpoint.pipeline`, the `call_agent_tool` tool), as an MCP client
+calls it; the gateway (`devices.agents.gateway`) routes the call to whichever hub process
+holds the device's connection and audits it. This module adapts that for sync views, and
+gives each failure type its HTTP status (`http_status`), which both doors answer.
 """
 
 from __future__ import annotations
@@ -23,10 +23,9 @@ from devices.agents.outcomes import (
     HubStopping,
     UnknownAgent,
     UnknownTool,
-    absent,
 )
-from devices.agents.selectors import aagent_presence
-from mcp_endpoint.registry import Caller
+from mcp_endpoint import pipeline
+from mcp_endpoint.registry import Caller, ToolContext
 
 STOP_CHECK_SECONDS = 0.25  # how often a waiting thread checks that the serving loop still runs
 
@@ -42,26 +41,35 @@ HTTP_STATUS: dict[type[CallFailed], int] = {
 }
 
 
-def http_status(failure: CallFailed) -> int:
+# The pipeline's refusals: the call did not run.
+REFUSAL_STATUS: dict[type[pipeline.CallRefused], int] = {
+    pipeline.UnknownTool: 404,
+    pipeline.InsufficientScope: 403,
+    pipeline.RateLimited: 429,
+}
+
+
+def http_status(failure: CallFailed | pipeline.CallRefused) -> int:
+    if isinstance(failure, pipeline.CallRefused):
+        return REFUSAL_STATUS.get(type(failure), 403)
     return HTTP_STATUS[type(failure)]
 
 
 async def acall_agent_tool(
-    agent_id: str, tool: str, arguments: dict[str, Any], *, actor: str, interface: str
+    agent_id: str, tool: str, arguments: dict[str, Any], caller: Caller
 ) -> dict[str, Any]:
-    """The device's MCP result (`content`, `structuredContent`, `isError`); raises a `CallFailed`."""
-    presence = await aagent_presence(agent_id)
-    if presence != "online":
-        raise absent(agent_id, presence)
+    """The device's MCP result (`content`, `structuredContent`, `isError`), through the one
+    tool-call pipeline (the `call_agent_tool` tool: scope, rate limit, metrics, audit).
+    Raises the device call's typed failure (a `CallFailed`), or the pipeline's refusal."""
     await gateway.start()
-    caller = Caller(actor=actor, interface=interface, audited=True)
-    result = await gateway.call(agent_id, tool, arguments, caller)
+    arguments = {"agent_id": agent_id, "tool": tool, "arguments": arguments}
+    result = await pipeline.call_tool("call_agent_tool", arguments, ToolContext(caller=caller))
+    if isinstance(result.reason, CallFailed):
+        raise result.reason
     return result.as_mcp()
 
 
-def call_agent_tool(
-    agent_id: str, tool: str, arguments: dict[str, Any], *, actor: str, interface: str
-) -> dict[str, Any]:
+def call_agent_tool(agent_id: str, tool: str, arguments: dict[str, Any], *, caller: Caller) -> dict[str, Any]:
     """From sync code (the REST and dashboard views, in Django's threads). Under a server the
     call runs on the loop that serves the devices, and this thread waits for it only while
     that loop runs: a server stopping (SIGTERM) never leaves it waiting for ever, which would
@@ -69,10 +77,8 @@ def call_agent_tool(
     loop of its own."""
     loop = gateway.loop
     if loop is None or loop.is_closed():
-        return async_to_sync(acall_agent_tool)(agent_id, tool, arguments, actor=actor, interface=interface)
-    future = asyncio.run_coroutine_threadsafe(
-        acall_agent_tool(agent_id, tool, arguments, actor=actor, interface=interface), loop
-    )
+        return async_to_sync(acall_agent_tool)(agent_id, tool, arguments, caller)
+    future = asyncio.run_coroutine_threadsafe(acall_agent_tool(agent_id, tool, arguments, caller), loop)
     while True:
         try:
             return future.result(timeout=STOP_CHECK_SECONDS)

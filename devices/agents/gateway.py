@@ -300,7 +300,7 @@ async def as_tool_result(call: Awaitable[CallResult]) -> ToolResult:
     try:
         result = await call
     except CallFailed as failure:
-        raise ToolError(failure.message, audited=True) from None
+        raise ToolError(failure.message, audited=True, reason=failure) from None
     return ToolResult(
         content=result.content, structured=result.structured, is_error=result.is_error, audited=True
     )

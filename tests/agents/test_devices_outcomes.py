@@ -238,3 +238,24 @@ def test_outcomes_cross_the_channel_layer_as_their_types(transactional_db, devic
     assert (here.message if isinstance(here, CallFailed) else here) == (
         there.message if isinstance(there, CallFailed) else there
     )
+
+
+def test_rest_and_dashboard_calls_go_through_the_one_pipeline(client, staff_client, device_as):
+    """Counted in /metrics per door, as every MCP transport's calls are (`call_agent_tool`)."""
+    from prometheus_client import REGISTRY
+
+    def counted(door: str) -> float:
+        labels = {"tool": "call_agent_tool", "outcome": "ok", "interface": door}
+        return REGISTRY.get_sample_value("homehub_mcp_tool_calls_total", labels) or 0.0
+
+    device_as("answer")
+    before = counted("rest"), counted("dashboard")
+    token = create_token("integrator", ["devices"])[1]
+    client.post(
+        f"/api/agents/{AGENT}/tools/{TOOL}/call",
+        {},
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
+    staff_client.post("/devices/", {"agent_id": AGENT, "tool": TOOL}, HTTP_ACCEPT="application/json")
+    assert (counted("rest"), counted("dashboard")) == (before[0] + 1, before[1] + 1)
