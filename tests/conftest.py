@@ -63,6 +63,10 @@ def live_env(transactional_db):
     env = dict(os.environ)
     env["DATABASE_URL"] = url
     env.pop("REDIS_URL", None)
+    # Never the machine's own broker (two passes of the suite run side by side, and their hubs
+    # would share its topics and its default client id): a port where nothing listens, unless
+    # the test hands its hub a private broker.
+    env["MQTT_URL"] = f"mqtt://127.0.0.1:{free_port()}"
     return env
 
 
