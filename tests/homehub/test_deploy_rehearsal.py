@@ -314,12 +314,15 @@ class Rehearsal:
         )
 
     def stop(self) -> list[tuple[str, int | None]]:
+        """SIGTERM each process, newest first, allowing what the units allow systemd to wait
+        (TimeoutStopSec) before it kills."""
+        allowed = float(unit(UNITS / "mqtt-worker@.service")["TimeoutStopSec"][0])
         codes = []
         for proc, log in reversed(self.procs):
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
                 try:
-                    proc.wait(20)
+                    proc.wait(allowed)
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
@@ -480,4 +483,6 @@ def test_the_documented_deployment_comes_up_and_works(live_env, tmp_path):
     finally:
         exits = rehearsal.stop()
         notifications.close()
-    assert dict(exits) == {"agent": 0, "worker": 0, "daphne": 0, "redis": 0, "mosquitto": 0}, exits
+    assert dict(exits) == {"agent": 0, "worker": 0, "daphne": 0, "redis": 0, "mosquitto": 0}, (
+        f"{exits}\n{rehearsal.logs()}"
+    )
