@@ -185,3 +185,134 @@ def test_bad_frames_get_json_rpc_errors_and_the_connection_survives(house, setti
     assert after["result"] == {}
     assert error.startswith("the hub closed the connection (sent 1009 (message too big)"), error
     assert Light.objects.filter(on=True).count() == 0
+
+
+def test_of_two_hub_processes_one_holds_the_endpoint_and_the_other_takes_over(house):
+    """Two supervisors over one database (as two `serve` processes): one connection; when its
+    holder stops, the other connects within a few rounds."""
+
+    async def scenario():
+        async with FakeXiaozhi() as xiaozhi:
+            await sync_to_async(add)("kitchen", xiaozhi.url)
+            first, second = Supervisor("hub-a"), Supervisor("hub-b")
+            await first.start()
+            await second.start()
+            try:
+                await xiaozhi.connection()
+                await asyncio.sleep(1.0)  # five rounds of each
+                alone = xiaozhi.accepted
+                holder = (await row("kitchen")).holder
+                held, other = (first, second) if holder == "hub-a" else (second, first)
+                await held.stop()
+                taken = await xiaozhi.connection()
+                await taken.initialize()
+                new_holder = await eventually(
+                    lambda: (
+                        OutboundEndpoint.objects.filter(connected=True)
+                        .values_list("holder", flat=True)
+                        .first()
+                    )
+                )
+            finally:
+                await first.stop()
+                await second.stop()
+            return alone, holder, other.holder, new_holder
+
+    alone, holder, other, new_holder = async_to_sync(scenario)()
+    assert alone == 1 and holder in {"hub-a", "hub-b"}
+    assert new_holder == other != holder
+
+
+def test_endpoints_added_changed_disabled_and_removed_while_serving(house):
+    async def scenario():
+        async with FakeXiaozhi() as xiaozhi:
+            supervisor = Supervisor()
+            await supervisor.start()
+            try:
+                await sync_to_async(add)("kitchen", xiaozhi.url, enabled=False)
+                await asyncio.sleep(0.6)
+                while_disabled = xiaozhi.accepted
+                await sync_to_async(add)("kitchen", xiaozhi.url)  # enabled: connects
+                first = await xiaozhi.connection()
+                await first.initialize()
+                before = await first.tool_names()
+                await sync_to_async(add)("kitchen", xiaozhi.url, tools="get_presence,set_alarm_state")
+                await first.ws.wait_closed()  # changed: the hub connects again with the new tools
+                second = await xiaozhi.connection()
+                await second.initialize()
+                after = await second.tool_names()
+                await sync_to_async(add)("kitchen", xiaozhi.url, tools="get_presence", enabled=False)
+                await second.ws.wait_closed()
+                disabled = await row("kitchen")
+                await sync_to_async(add)("kitchen", xiaozhi.url)
+                third = await xiaozhi.connection()
+                await OutboundEndpoint.objects.filter(name="kitchen").adelete()
+                await third.ws.wait_closed()
+                await asyncio.sleep(0.6)
+                accepted = xiaozhi.accepted
+            finally:
+                await supervisor.stop()
+            return while_disabled, before, after, disabled, accepted
+
+    while_disabled, before, after, disabled, accepted = async_to_sync(scenario)()
+    assert while_disabled == 0
+    assert sorted(before) == sorted(DEFAULT_TOOLS)
+    assert sorted(after) == ["get_presence", "set_alarm_state"]
+    assert not disabled.connected and disabled.holder == ""
+    assert accepted == 3
+
+
+def test_a_refused_token_is_the_last_error_without_the_token_and_retried(house, caplog):
+    caplog.set_level(logging.DEBUG)
+
+    async def scenario():
+        async with FakeXiaozhi() as xiaozhi:
+            wrong = xiaozhi.url.replace(TOKEN, TOKEN[::-1])
+            await sync_to_async(add)("kitchen", wrong)
+            supervisor = Supervisor()
+            await supervisor.start()
+            try:
+                failed = await eventually(lambda: OutboundEndpoint.objects.exclude(last_error="").first())
+                await asyncio.sleep(1.5)  # retried after 1 s
+            finally:
+                await supervisor.stop()
+            return failed, xiaozhi.refused
+
+    failed, refused = async_to_sync(scenario)()
+    assert (
+        failed.last_error
+        == "could not connect: InvalidStatus: server rejected WebSocket connection: HTTP 401"
+    )
+    assert not failed.connected and refused >= 2
+    lines = hub_log(caplog.records)
+    assert any(
+        "kitchen (ws://127.0.0.1:" in line and "HTTP 401; connecting again in 1 s" in line for line in lines
+    )
+    assert not [line for line in lines if TOKEN[::-1] in line]
+
+
+def test_urls_are_checked_masked_and_redacted():
+    from django.core.exceptions import ValidationError
+
+    from mcp_endpoint.endpoint_urls import mask_url, redact, validate_endpoint_url
+
+    url = f"wss://api.xiaozhi.me/mcp/?token={TOKEN}"
+    assert mask_url(url) == "wss://api.xiaozhi.me/mcp/?token=…"
+    assert (
+        mask_url("ws://user:pw@10.0.0.5:8004/mcp/?agent=3&token=abc")
+        == "ws://…@10.0.0.5:8004/mcp/?agent=…&token=…"
+    )
+    assert mask_url("wss://h/mcp/") == "wss://h/mcp/"
+    assert redact(f"failed GET /mcp/?token={TOKEN} and {url}", url) == (
+        "failed GET /mcp/?token=… and wss://api.xiaozhi.me/mcp/?token=…"
+    )
+    validate_endpoint_url(url)
+    for bad in (
+        "https://api.xiaozhi.me/mcp/?token=x",
+        "wss:///mcp/?token=x",
+        "wss://h/?token=a b",
+        "wss://[::1/",
+    ):
+        with pytest.raises(ValidationError) as refused:
+            validate_endpoint_url(bad)
+        assert "token" not in " ".join(refused.value.messages)
