@@ -110,17 +110,24 @@ def enabled_endpoints() -> list[EndpointConfig]:
     ]
 
 
-def claim(
-    pk: int, holder: str, lease: timedelta, *, calls: int = 0, last_call_at: datetime | None = None
-) -> bool:
-    """Take or renew `holder`'s lease on an enabled endpoint, adding the `calls` it served
-    since the last round; False when another process holds it (or it is gone or disabled)."""
+def claim(pk: int, holder: str, lease: timedelta) -> bool:
+    """Take or renew `holder`'s lease on an enabled endpoint; False when another process holds
+    it (or it is gone or disabled)."""
     now = timezone.now()
-    changes: dict[str, object] = {"holder": holder, "held_until": now + lease}
-    if calls:
-        changes.update(calls=F("calls") + calls, last_call_at=last_call_at or now)
     free = Q(holder=holder) | Q(holder="") | Q(held_until__isnull=True) | Q(held_until__lt=now)
-    return OutboundEndpoint.objects.filter(free, pk=pk, enabled=True).update(**changes) == 1
+    updated = OutboundEndpoint.objects.filter(free, pk=pk, enabled=True).update(
+        holder=holder, held_until=now + lease
+    )
+    return updated == 1
+
+
+CallCounts = dict[int, tuple[int, datetime]]  # endpoint pk -> (calls served, when the last was)
+
+
+def add_calls(counts: CallCounts) -> None:
+    """Count the calls served since the last round into the endpoints' rows."""
+    for pk, (calls, last_call_at) in counts.items():
+        OutboundEndpoint.objects.filter(pk=pk).update(calls=F("calls") + calls, last_call_at=last_call_at)
 
 
 def release(holder: str, pks: list[int] | None = None) -> None:

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import secrets
 import socket
 import traceback
-from datetime import datetime, timedelta
+from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -34,7 +36,7 @@ from websockets.exceptions import WebSocketException
 
 from mcp_endpoint import endpoints
 from mcp_endpoint.endpoint_urls import redact
-from mcp_endpoint.endpoints import EndpointConfig
+from mcp_endpoint.endpoints import CallCounts, EndpointConfig
 from mcp_endpoint.registry import registry
 from mcp_endpoint.transports.outbound import serve_endpoint
 
@@ -44,7 +46,7 @@ BACKOFF_FIRST = 1.0
 BACKOFF_MAX = 600.0
 STABLE_SECONDS = 60.0  # a connection up this long resets the backoff
 LEASE_ROUNDS = 6  # a claim not renewed for this many rounds lapses
-STOP_SECONDS = 1.5  # for the links to close their sockets when the hub stops
+STOP_SECONDS = 1.0  # for the links to close their sockets when the hub stops (then: let go)
 
 
 def process_name() -> str:
@@ -55,11 +57,10 @@ def process_name() -> str:
 class EndpointLink:
     """One endpoint this process holds: connected, and connected again whenever it drops."""
 
-    def __init__(self, config: EndpointConfig, holder: str) -> None:
+    def __init__(self, config: EndpointConfig, holder: str, on_call: Callable[[], None]) -> None:
         self.config = config
         self.holder = holder
-        self.calls = 0  # served since the last round
-        self.last_call_at: datetime | None = None
+        self.on_call = on_call
         self.task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -70,16 +71,6 @@ class EndpointLink:
             self.task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self.task
-
-    def take_calls(self) -> tuple[int, datetime | None]:
-        """The calls served since the last round (counted in the row at its renewal)."""
-        taken = self.calls, self.last_call_at
-        self.calls = 0
-        return taken
-
-    def _counted(self) -> None:
-        self.calls += 1
-        self.last_call_at = timezone.now()
 
     async def run(self) -> None:
         config, loop = self.config, asyncio.get_running_loop()
@@ -95,7 +86,7 @@ class EndpointLink:
 
             try:
                 ended = await serve_endpoint(
-                    config.url, config.caller(), on_open=opened, on_call=self._counted
+                    config.url, config.caller(), on_open=opened, on_call=self.on_call
                 )
             except (OSError, TimeoutError, WebSocketException) as exc:
                 ended = f"could not connect: {type(exc).__name__}: {exc}"
@@ -133,6 +124,7 @@ class Supervisor:
         self.holder = holder or process_name()
         self.links: dict[int, EndpointLink] = {}
         self._held_until: dict[int, float] = {}  # loop time a link's claim lapses, as last renewed
+        self._calls: CallCounts = {}  # served since the last round, counted in the rows at the next
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -149,8 +141,9 @@ class Supervisor:
         links, self.links = list(self.links.values()), {}
         if links:
             await asyncio.wait([asyncio.ensure_future(link.stop()) for link in links], timeout=STOP_SECONDS)
+        counts, self._calls = self._calls, {}
         try:
-            await sync_to_async(endpoints.release)(self.holder)
+            await sync_to_async(_let_go)(self.holder, counts)
         except Exception:
             logger.warning("MCP endpoints: could not let go of them (their claims lapse)", exc_info=True)
 
@@ -172,15 +165,15 @@ class Supervisor:
 
     async def round(self) -> None:
         """Read the endpoints, claim or renew, start and stop links (one round)."""
-        counts = {pk: link.take_calls() for pk, link in self.links.items()}
+        counts, self._calls = self._calls, {}
         lease = self.lease()
         started = asyncio.get_running_loop().time()
         try:
             wanted, held = await sync_to_async(_claim_round)(self.holder, lease, counts)
         except Exception:
-            for pk, (calls, _at) in counts.items():  # counted at the next round instead
-                if pk in self.links:
-                    self.links[pk].calls += calls
+            for pk, (calls, at) in counts.items():  # counted at the next round instead
+                more, last = self._calls.get(pk, (0, at))
+                self._calls[pk] = (calls + more, max(at, last))
             raise
         for pk in list(self.links):
             if pk not in wanted:
@@ -192,9 +185,13 @@ class Supervisor:
         for pk in held:
             self._held_until[pk] = started + lease.total_seconds()
             if pk not in self.links:
-                link = EndpointLink(wanted[pk], self.holder)
+                link = EndpointLink(wanted[pk], self.holder, functools.partial(self._count, pk))
                 self.links[pk] = link
                 link.start()
+
+    def _count(self, pk: int) -> None:
+        calls, _last = self._calls.get(pk, (0, None))
+        self._calls[pk] = (calls + 1, timezone.now())
 
     async def _drop(self, pk: int, why: str, *, release: bool) -> None:
         link = self.links.pop(pk)
@@ -214,14 +211,15 @@ class Supervisor:
 
 
 def _claim_round(
-    holder: str, lease: timedelta, counts: dict[int, tuple[int, datetime | None]]
+    holder: str, lease: timedelta, counts: CallCounts
 ) -> tuple[dict[int, EndpointConfig], set[int]]:
-    """The enabled endpoints, and those `holder` holds after claiming or renewing each (with
-    the calls its links served since the last round)."""
+    """The calls served since the last round counted; the enabled endpoints, and those `holder`
+    holds after claiming or renewing each."""
+    endpoints.add_calls(counts)
     wanted = {config.pk: config for config in endpoints.enabled_endpoints()}
-    held = set()
-    for pk in wanted:
-        calls, last_call_at = counts.get(pk, (0, None))
-        if endpoints.claim(pk, holder, lease, calls=calls, last_call_at=last_call_at):
-            held.add(pk)
-    return wanted, held
+    return wanted, {pk for pk in wanted if endpoints.claim(pk, holder, lease)}
+
+
+def _let_go(holder: str, counts: CallCounts) -> None:
+    endpoints.add_calls(counts)
+    endpoints.release(holder)

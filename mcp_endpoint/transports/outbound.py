@@ -30,7 +30,7 @@ from mcp_endpoint.registry import Caller
 from mcp_endpoint.session import SERVER_VERSION, ServerSession
 
 OPEN_SECONDS = 10.0  # to open the TCP/TLS connection and finish the WebSocket handshake
-CLOSE_SECONDS = 2.0  # to close it cleanly before the socket is dropped
+CLOSE_SECONDS = 1.0  # to close it cleanly before the socket is dropped (the hub stopping waits)
 
 wire_logger = logging.getLogger("mcp_endpoint.outbound.wire")
 

@@ -62,7 +62,7 @@ class Command(BaseCommand):
         from twisted.internet import defer, reactor
 
         from devices.agents.gateway import gateway
-        from homehub.asgi import application
+        from homehub.asgi import application, before_stop
         from mcp_endpoint.outbound import Supervisor
 
         mqtt_url = demo.broker.url if demo and demo.broker.url else settings.MQTT_URL
@@ -77,14 +77,13 @@ class Command(BaseCommand):
                 raise CommandError(str(exc)) from None
             logging.getLogger("devices.mqtt").setLevel(logging.INFO)
 
-        endpoints = Supervisor()
+        endpoints = Supervisor()  # the outbound MCP endpoints, let go on the shutdown path
+        before_stop.append(endpoints.stop)
 
         def ready() -> None:
             loop = asyncio.get_event_loop()
             loop.call_soon(lambda: asyncio.ensure_future(gateway.start()))
             loop.call_soon(lambda: asyncio.ensure_future(endpoints.start()))
-            stop_endpoints = lambda: defer.Deferred.fromFuture(asyncio.ensure_future(endpoints.stop()))  # noqa: E731
-            reactor.addSystemEventTrigger("before", "shutdown", stop_endpoints)  # type: ignore[arg-type]
             if worker is not None:
                 loop.call_soon(lambda: asyncio.ensure_future(worker.start()))
                 stop_worker = lambda: defer.Deferred.fromFuture(asyncio.ensure_future(worker.stop()))  # noqa: E731
