@@ -17,6 +17,7 @@ from devices.audit.models import Event
 from devices.home.models import Light
 from mcp_endpoint.models import OutboundEndpoint
 from tests.hub_support import HubProcess
+from tests.mqtt_support import Process
 from tests.xiaozhi_support import TOKEN, FakeXiaozhi
 
 pytestmark = pytest.mark.live
@@ -70,3 +71,26 @@ def test_serve_keeps_a_xiaozhi_endpoint_connected_and_answers_it(live_env):
     assert "MCP endpoint living room: connected to ws://127.0.0.1:" in output
     assert "> GET /mcp/?token=… HTTP/1.1" in output
     assert TOKEN not in output
+
+
+def test_the_mcp_endpoints_command_does_it_beside_bare_daphne(live_env, tmp_path):
+    env = {**live_env, "MCP_ENDPOINT_POLL_SECONDS": "0.5", "PYTHONUNBUFFERED": "1"}
+
+    async def scenario():
+        async with FakeXiaozhi() as xiaozhi:
+            await sync_to_async(call_command)("add_mcp_endpoint", "hall", xiaozhi.url, stdout=io.StringIO())
+            process = Process(["mcp_endpoints"], env, tmp_path / "endpoints.log")
+            try:
+                client = await xiaozhi.connection(timeout=30)
+                await client.initialize()
+                switched = await client.call("set_light_state", {"name": "cocina", "on": True})
+            finally:
+                code = await asyncio.to_thread(process.stop)
+            return switched, code, process.output()
+
+    switched, code, output = async_to_sync(scenario)()
+    assert switched["result"]["structuredContent"] == {"ok": True} and code == 0
+    assert Light.objects.get(name="cocina").on is True
+    endpoint = OutboundEndpoint.objects.get(name="hall")
+    assert endpoint.calls == 1 and not endpoint.connected and endpoint.holder == ""
+    assert "MCP endpoint hall: connected to ws://127.0.0.1:" in output and TOKEN not in output
