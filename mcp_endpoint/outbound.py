@@ -27,7 +27,6 @@ import socket
 import traceback
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -109,7 +108,7 @@ class EndpointLink:
             await asyncio.sleep(delay)
             delay = min(delay * 2, BACKOFF_MAX)
 
-    async def _record(self, write: Any, *args: Any) -> None:
+    async def _record(self, write: Callable[..., None], *args: object) -> None:
         """A status write; the database being down must not end the link."""
         try:
             await sync_to_async(write)(*args)
