@@ -28,6 +28,7 @@ from devices.home import services
 from devices.home.errors import HomeError
 from devices.mqtt import status as mqtt_status
 from devices.telemetry import selectors as telemetry_reads
+from mcp_endpoint import endpoints as mcp_endpoints
 from mcp_endpoint.pipeline import CallRefused
 from mcp_endpoint.registry import Caller
 
@@ -201,6 +202,7 @@ def devices(request: HttpRequest) -> HttpResponse:
     context["agents"] = _agents_with_forms()
     context["mqtt_workers"] = mqtt_status.workers()
     context["broker_state"] = mqtt_status.broker_state()
+    context["mcp_endpoints"] = mcp_endpoints.statuses()
     return render(request, "dashboard/devices.html", context)
 
 

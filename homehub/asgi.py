@@ -11,6 +11,7 @@ import atexit
 import contextlib
 import os
 import sys
+from collections.abc import Awaitable, Callable
 
 from django.core.asgi import get_asgi_application
 
@@ -59,6 +60,10 @@ async def application(scope, receive, send):
 EXIT_SECONDS = 3.0
 QUIET_SECONDS = 0.1
 DEVICES_SECONDS = 1.5
+# What this process lets go of cleanly before the rest is ended, beside its devices and within
+# the same DEVICES_SECONDS (`serve` adds its outbound MCP endpoints: connections closed, claims
+# given up). A "before shutdown" trigger of its own would be cancelled with everything else.
+before_stop: list[Callable[[], Awaitable[None]]] = []
 
 
 def _cancel_pending(loop: asyncio.AbstractEventLoop) -> set[asyncio.Task]:
@@ -86,10 +91,11 @@ async def _until_quiet(deadline: float) -> None:
 async def _stop() -> None:
     """Daphne ends its connections without their disconnect: this process's devices are let
     go first (their calls in flight fail as disconnected) and recorded offline, so that they
-    are offline as the process exits, not when another process notices; then everything else
-    still running is ended."""
+    are offline as the process exits, not when another process notices, and so is what
+    `before_stop` holds; then everything else still running is ended."""
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(detach_all("the hub is stopping"), DEVICES_SECONDS)
+        let_go = [detach_all("the hub is stopping"), *(stop() for stop in before_stop)]
+        await asyncio.wait_for(asyncio.gather(*let_go, return_exceptions=True), DEVICES_SECONDS)
     await _until_quiet(asyncio.get_running_loop().time() + EXIT_SECONDS)
 
 

@@ -18,7 +18,7 @@ from prometheus_client.registry import Collector
 
 from devices.agents.metrics import AgentsCollector
 from devices.mqtt.metrics import MqttCollector
-from mcp_endpoint.metrics import SessionsCollector
+from mcp_endpoint.metrics import EndpointsCollector, SessionsCollector
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +28,12 @@ class DatabaseFigures:
     `homehub_metrics_database_ok` says so, instead of the scrape failing."""
 
     def __init__(self) -> None:
-        self.collectors: list[Collector] = [SessionsCollector(), AgentsCollector(), MqttCollector()]
+        self.collectors: list[Collector] = [
+            SessionsCollector(),
+            EndpointsCollector(),
+            AgentsCollector(),
+            MqttCollector(),
+        ]
 
     def collect(self) -> Iterator[Metric]:
         figures: list[Metric] = []

@@ -241,6 +241,18 @@ MCP_SSE_RETRY_MS = int(os.environ.get("MCP_SSE_RETRY_MS", 1000))
 MCP_SSE_KEEP_EVENTS = int(os.environ.get("MCP_SSE_KEEP_EVENTS", 100))
 MCP_SSE_KEEP_SECONDS = int(os.environ.get("MCP_SSE_KEEP_SECONDS", 600))
 
+# Outbound MCP endpoints (`add_mcp_endpoint`, the admin; kept connected by `serve`): the tools
+# a new endpoint sees unless told otherwise (voice assistants break with too many tools).
+MCP_ENDPOINT_DEFAULT_TOOLS = env_list(
+    "MCP_ENDPOINT_DEFAULT_TOOLS",
+    "list_lights_on,set_light_state,get_alarm_status,get_presence,get_all_states,get_sensor_values",
+)
+# How often a serving process looks for endpoints added, changed or removed, and renews its
+# claim on those it holds (a claim lapses after six rounds: another process then takes over).
+MCP_ENDPOINT_POLL_SECONDS = float(os.environ.get("MCP_ENDPOINT_POLL_SECONDS", 5))
+# WebSocket pings to each endpoint this often; one unanswered this long drops the connection.
+MCP_ENDPOINT_PING_SECONDS = float(os.environ.get("MCP_ENDPOINT_PING_SECONDS", 20))
+
 # --- Audit trail ------------------------------------------------------------------------------
 # Successful read-only MCP tool calls are counted in /metrics; set to also keep each as an Event.
 AUDIT_READ_CALLS = env_bool("AUDIT_READ_CALLS", False)

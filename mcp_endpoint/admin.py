@@ -1,9 +1,16 @@
+from typing import Any
+
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.utils.decorators import method_decorator
+from django.views.decorators.debug import sensitive_post_parameters
 
-from mcp_endpoint.models import AccessToken
+from mcp_endpoint.endpoint_urls import MAX_URL_LENGTH, mask_url, validate_endpoint_url
+from mcp_endpoint.endpoints import parse_tools
+from mcp_endpoint.models import AccessToken, OutboundEndpoint
 from mcp_endpoint.scopes import scopes
 from mcp_endpoint.tokens import create_token, forget, revoke_all
 
@@ -65,3 +72,111 @@ class AccessTokenAdmin(admin.ModelAdmin):
     def revoke(self, request: HttpRequest, queryset: QuerySet[AccessToken]) -> None:
         count = revoke_all(queryset)
         self.message_user(request, f"{count} token(s) revoked.", messages.SUCCESS)
+
+
+class OutboundEndpointForm(forms.ModelForm):
+    """The URL is never shown back (it holds the secret): typed in, and left empty to keep it."""
+
+    url = forms.CharField(
+        label="Endpoint URL",
+        required=False,
+        max_length=MAX_URL_LENGTH,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off", "size": 80}),
+        help_text="The wss://…/mcp/?token=… URL of the xiaozhi console (or your own xiaozhi server). "
+        "It is a secret: shown masked once saved; leave empty to keep the current one.",
+    )
+    scopes = forms.MultipleChoiceField(
+        choices=scope_choices, widget=forms.CheckboxSelectMultiple, initial=["read", "control"]
+    )
+    tools = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="The only tools the endpoint sees, comma-separated. Voice assistants break with "
+        "too many: keep the few the voice needs.",
+    )
+
+    class Meta:
+        model = OutboundEndpoint
+        fields = ["name", "url", "scopes", "tools", "enabled"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        chosen = self.instance.tools if self.instance.pk else settings.MCP_ENDPOINT_DEFAULT_TOOLS
+        self.initial["tools"] = ", ".join(chosen)
+
+    def clean_url(self) -> str:
+        url: str = self.cleaned_data.get("url") or ""
+        current: str = self.instance.url
+        if not url:
+            if current:
+                return current
+            raise forms.ValidationError("Paste the endpoint URL.")
+        validate_endpoint_url(url)
+        return url
+
+    def clean_tools(self) -> list[str]:
+        try:
+            return parse_tools(self.cleaned_data.get("tools") or "")
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+
+@admin.register(OutboundEndpoint)
+class OutboundEndpointAdmin(admin.ModelAdmin):
+    """Outbound MCP endpoints (xiaozhi): `serve` keeps each enabled one connected."""
+
+    form = OutboundEndpointForm
+    list_display = ["name", "masked_url", "enabled", "status", "calls", "last_call_at", "short_error"]
+    list_filter = ["enabled", "connected"]
+    search_fields = ["name"]  # never the URL
+    readonly_fields = [
+        "masked_url",
+        "status",
+        "connected_since",
+        "last_error",
+        "calls",
+        "last_call_at",
+        "holder",
+        "held_until",
+    ]
+    fieldsets = [
+        (None, {"fields": ["name", "url", "masked_url", "scopes", "tools", "enabled"]}),
+        (
+            "Status",
+            {
+                "fields": [
+                    "status",
+                    "connected_since",
+                    "last_error",
+                    "calls",
+                    "last_call_at",
+                    "holder",
+                    "held_until",
+                ]
+            },
+        ),
+    ]
+
+    @admin.display(description="URL")
+    def masked_url(self, obj: OutboundEndpoint) -> str:
+        return mask_url(obj.url) if obj.url else "—"
+
+    @admin.display(description="status")
+    def status(self, obj: OutboundEndpoint) -> str:
+        if not obj.enabled:
+            return "disabled"
+        return "connected" if obj.is_connected else "not connected"
+
+    @admin.display(description="last error")
+    def short_error(self, obj: OutboundEndpoint) -> str:
+        return obj.last_error[:80]
+
+    @method_decorator(sensitive_post_parameters("url"))
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        """The URL typed in stays out of error reports (Django's, by mail or on the debug page)."""
+        return super().changeform_view(request, object_id, form_url, extra_context)

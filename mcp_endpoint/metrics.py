@@ -10,7 +10,7 @@ import os
 from collections.abc import Iterator
 
 from prometheus_client import Counter, Gauge, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
 TOOL_CALLS = Counter(
@@ -50,6 +50,30 @@ class SessionsCollector:
             "Open MCP Streamable HTTP sessions (not ended, used within MCP_SESSION_IDLE_SECONDS).",
             value=count_open(),
         )
+
+
+class EndpointsCollector:
+    """Each outbound MCP endpoint's connection and the calls it served, read from the database
+    when scraped (whichever process holds the connection wrote them there)."""
+
+    def collect(self) -> Iterator[Metric]:
+        from mcp_endpoint.endpoints import statuses
+
+        connected = GaugeMetricFamily(
+            "homehub_mcp_endpoint_connected",
+            "1 while the outbound MCP endpoint (xiaozhi) is connected, by endpoint name.",
+            labels=["endpoint"],
+        )
+        calls = CounterMetricFamily(
+            "homehub_mcp_endpoint_calls",
+            "tools/call requests the outbound MCP endpoint sent, by endpoint name.",
+            labels=["endpoint"],
+        )
+        for endpoint in statuses():
+            connected.add_metric([endpoint["name"]], 1 if endpoint["connected"] else 0)
+            calls.add_metric([endpoint["name"]], endpoint["calls"])
+        yield connected
+        yield calls
 
 
 if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):

@@ -1,8 +1,11 @@
-"""Access tokens for LLM agents. Only a hash of each secret is stored."""
+"""Access tokens for LLM agents (only a hash of each secret is stored), their HTTP sessions, and
+the outbound endpoints the hub serves."""
 
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+
+from mcp_endpoint.endpoint_urls import validate_endpoint_url
 
 
 class AccessToken(models.Model):
@@ -51,3 +54,43 @@ class McpSession(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session_id[:8]}… ({self.token.name})"
+
+
+class OutboundEndpoint(models.Model):
+    """An MCP endpoint the hub connects out to and serves as an MCP server: a xiaozhi
+    `wss://…/mcp/?token=…` URL, whose far side is the MCP client (a voice assistant). The URL
+    holds a secret: shown masked (`endpoint_urls.mask_url`), never logged.
+
+    The status fields are written by the one hub process holding the connection (`holder`,
+    a lease renewed every MCP_ENDPOINT_POLL_SECONDS and lapsing at `held_until`; see
+    `mcp_endpoint.outbound`)."""
+
+    name = models.CharField(
+        max_length=100, unique=True, help_text="Shown in the audit trail as the actor of its calls."
+    )
+    url = models.CharField(max_length=2000, validators=[validate_endpoint_url])
+    scopes = models.JSONField(default=list, help_text="Names of declared scopes (mcp_endpoint.scopes).")
+    tools = models.JSONField(
+        default=list, help_text="Names of the only tools the endpoint sees and may call (within its scopes)."
+    )
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    connected = models.BooleanField(default=False, editable=False)
+    connected_since = models.DateTimeField(null=True, blank=True, editable=False)
+    last_error = models.TextField(blank=True, editable=False)
+    calls = models.PositiveBigIntegerField(default=0, editable=False, help_text="tools/call requests served.")
+    last_call_at = models.DateTimeField(null=True, blank=True, editable=False)
+    holder = models.CharField(max_length=100, blank=True, editable=False)
+    held_until = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name  # never the URL: it holds the secret
+
+    @property
+    def is_connected(self) -> bool:
+        """Connected, by a process whose lease has not lapsed (a killed process cannot say)."""
+        return self.connected and self.held_until is not None and self.held_until > timezone.now()

@@ -1,10 +1,11 @@
 """The one way a tool is called, whatever the door: every MCP transport's sessions, seed 000's
 line protocol, and sync code (REST views, the dashboard, commands) through `call_tool_sync`.
 
-`call_tool(name, arguments, ctx)` finds the tool, checks the caller's scope, counts the call
-against the caller's rate limit, runs it, maps its failures to `isError` results, records
-the call's metrics and hands audited callers' calls to the registry's observers (refusals
-included), before the caller answers. A call that does not run raises a `CallRefused`
+`call_tool(name, arguments, ctx)` finds the tool among those the caller sees (its own tool
+set, when it has one), checks the caller's scope, counts the call against the caller's rate
+limit, runs it, maps its failures to `isError` results, records the call's metrics and hands
+audited callers' calls to the registry's observers (refusals included), before the caller
+answers. A call that does not run raises a `CallRefused`
 (nothing changed); each door words that for its own protocol.
 """
 
@@ -57,7 +58,7 @@ async def call_tool(
     """Call tool `name` for `ctx.caller`. Raises CallRefused when it does not run, and lets
     InputRequired (a stateless call's question to the client) and cancellation through."""
     caller = ctx.caller
-    tool = tools.get(name)
+    tool = tools.get(name) if caller.sees(name) else None  # a tool kept from the caller is unknown to it
     if tool is None:
         metrics.record_call(metrics.UNKNOWN_TOOL, "unknown_tool", caller.interface)
         raise UnknownTool(name)

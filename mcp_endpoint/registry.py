@@ -36,6 +36,13 @@ class Caller:
     scopes: frozenset[str] = field(default_factory=lambda: frozenset(declared_scopes.names()))  # all
     audited: bool = False  # record every tool call (network callers with a token)
     rate_key: str | None = None  # calls are rate-limited per key (the token) when set
+    # The only tools it may see and call, within its scopes (an outbound endpoint's chosen
+    # few); None: every tool of its scopes.
+    tools: frozenset[str] | None = None
+
+    def sees(self, tool_name: str) -> bool:
+        """Whether `tool_name` is among the caller's tools (its scopes are checked apart)."""
+        return self.tools is None or tool_name in self.tools
 
 
 ProgressSender = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -402,6 +409,10 @@ class ToolRegistry:
             allowed = set(scopes)
             tools = [t for t in tools if t.scope in allowed]
         return tools
+
+    def list_for(self, caller: Caller) -> list[Tool]:
+        """The tools `caller` sees: those of its scopes, narrowed to its own tool set if it has one."""
+        return [t for t in self.list_tools(caller.scopes) if caller.sees(t.name)]
 
     def get(self, name: str) -> Tool | None:
         found = self._static.get(name)

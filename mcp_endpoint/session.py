@@ -416,7 +416,7 @@ class ServerSession(ClientRequests, ResourceMethods):
     # --- tools -------------------------------------------------------------------------
 
     async def _list_tools(self, ctx: RequestContext) -> dict[str, Any]:
-        tools = self.tools.list_tools(self.caller.scopes)
+        tools = self.tools.list_for(self.caller)
         start = _decode_cursor(ctx.params.get("cursor"))
         page = tools[start : start + TOOLS_PAGE_SIZE]
         result: dict[str, Any] = {"tools": [t.definition() for t in page]}

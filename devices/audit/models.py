@@ -13,6 +13,7 @@ class Event(models.Model):
         MCP_HTTP = "mcp-http"
         MCP_WS = "mcp-ws"
         MCP_STDIO = "mcp-stdio"
+        MCP_ENDPOINT = "mcp-endpoint"  # an outbound MCP endpoint the hub serves (xiaozhi)
         MQTT = "mqtt"
         DEVICE = "device"
         SYSTEM = "system"

@@ -28,7 +28,7 @@ def ready_message(tools: ToolRegistry, caller: Caller) -> dict[str, Any]:
                 "input_schema": t.input_schema,
                 "output_schema": t.output_schema or {"type": "object"},
             }
-            for t in tools.list_tools(caller.scopes)
+            for t in tools.list_for(caller)
         ],
     }
 

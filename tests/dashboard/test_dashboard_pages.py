@@ -176,6 +176,29 @@ def test_devices_page_builds_a_form_from_the_schema(staff_client, agent):
     assert "WebSocket" in html
 
 
+def test_devices_page_shows_the_mcp_endpoints_status_with_the_url_masked(staff_client):
+    from mcp_endpoint.models import OutboundEndpoint
+
+    secret = "eyJhbGciOiJFUzI1NiJ9.dashboard-secret"
+    OutboundEndpoint.objects.create(
+        name="kitchen speaker",
+        url=f"wss://api.xiaozhi.me/mcp/?token={secret}",
+        scopes=["read", "control"],
+        tools=["set_light_state"],
+        connected=True,
+        connected_since=timezone.now(),
+        held_until=timezone.now() + timedelta(seconds=30),
+        calls=3,
+    )
+    OutboundEndpoint.objects.create(
+        name="hall", url=f"wss://h/mcp/?token={secret}", last_error="could not connect: HTTP 401"
+    )
+    html = staff_client.get("/devices/").content.decode()
+    assert "kitchen speaker" in html and "wss://api.xiaozhi.me/mcp/?token=…" in html and secret not in html
+    assert "Connected since" in html and "3 calls" in html and "<code>set_light_state</code>" in html
+    assert "Not connected" in html and "Last error: could not connect: HTTP 401" in html
+
+
 def test_tool_call_validation_and_unknown_tool(staff_client, agent):
     bad = staff_client.post(
         "/devices/",

@@ -1,9 +1,11 @@
 """Fuzzing MCP's entry points: the JSON-RPC engine, stdio and seed 000's line protocol,
-Streamable HTTP (/mcp) and the WebSocket (/ws/mcp/). Whatever arrives, the answer is in
+Streamable HTTP (/mcp), the WebSocket (/ws/mcp/) and an outbound endpoint's connection
+(xiaozhi). Whatever arrives, the answer is in
 the protocol's own error form, the connection keeps serving, and the home is unchanged."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 from typing import Any
@@ -274,3 +276,43 @@ def test_websocket_binary_frame_closes_with_unsupported_data(make_token):
         return await communicator.receive_output(timeout=5)
 
     assert async_to_sync(scenario)() == {"type": "websocket.close", "code": 4003}
+
+
+@pytest.mark.django_db(transaction=True)
+@FUZZ
+@given(junk=st.lists(st.one_of(frames, frames.map(wire_bytes), nasty_text).filter(bool), max_size=6))
+@example(junk=[DEEP_ARRAY, NAN, SURROGATE_ID, NOT_UTF8, "x" * 20000, "\ud800"])
+def test_outbound_endpoint_answers_every_frame(quiet_limits, settings, junk):
+    """An outbound endpoint (xiaozhi) sends anything over the connection the hub opened: every
+    frame, text or binary, gets a JSON-RPC answer or none, and the session goes on."""
+    from mcp_endpoint.transports.outbound import serve_endpoint
+    from tests.xiaozhi_support import FakeXiaozhi
+
+    settings.MCP_MAX_MESSAGE_BYTES = 16384  # the hostile texts are read (past twice it, the socket closes)
+    caller = Caller("kitchen", "mcp-endpoint", SCOPES, tools=frozenset({"get_all_states", "set_light_state"}))
+    before = home_snapshot()
+
+    async def opened() -> None:
+        return None
+
+    async def scenario() -> None:
+        async with FakeXiaozhi() as xiaozhi:
+            hub = asyncio.ensure_future(
+                serve_endpoint(xiaozhi.url, caller, on_open=opened, on_call=lambda: None)
+            )
+            client = await xiaozhi.connection()
+            for frame in junk:
+                encodable = isinstance(frame, str) and frame.encode("utf-8", "surrogatepass") == frame.encode(
+                    "utf-8", "ignore"
+                )
+                await client.ws.send(frame if encodable or isinstance(frame, bytes) else wire_bytes(frame))
+            await client.ws.send(json.dumps(LEGACY_INIT))
+            await client.ws.send(json.dumps(PING))
+            while (message := json.loads(await asyncio.wait_for(client.ws.recv(), 10))) != PONG:
+                assert_jsonrpc_answer(message)
+                assert_clear(message)
+            await client.ws.close()
+            assert (await asyncio.wait_for(hub, 10)).startswith("the endpoint closed the connection")
+
+    async_to_sync(scenario)()
+    assert home_snapshot() == before

@@ -83,3 +83,30 @@ def test_the_line_protocol_hides_tools_out_of_scope_with_seed_000s_text():
         b'{"type":"call","id":1,"tool":"rename","args":{"name":"y"}}', reader(), reg
     )
     assert answer == {"type": "error", "id": 1, "ok": False, "error": "Tool 'rename' no encontrada"}
+
+
+def test_a_caller_with_a_tool_set_sees_and_calls_only_those():
+    """An outbound endpoint's caller: its chosen tools only, within its scopes, in `tools/list`
+    and in calls (any other is unknown to it, refused before it runs)."""
+    from mcp_endpoint.session import ServerSession
+
+    reg, _ = registry_with_observer()
+    caller = Caller("kitchen", "mcp-endpoint", frozenset({"read", "control"}), tools=frozenset({"greet"}))
+    assert [t.name for t in reg.list_for(caller)] == ["greet"]
+    with pytest.raises(UnknownTool):
+        call_tool_sync("rename", {"name": "y"}, caller, tools=reg)
+    assert call_tool_sync("greet", {"name": "a"}, caller, tools=reg).structured["by"] == "kitchen"
+
+    async def session_view():
+        session = ServerSession(caller, lambda message: None, tools=reg)
+        await session.handle({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}})
+        listed = await session.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        called = await session.handle(
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "rename", "arguments": {}}}
+        )
+        await session.close()
+        return listed, called
+
+    listed, called = async_to_sync(session_view)()
+    assert [t["name"] for t in listed["result"]["tools"]] == ["greet"]
+    assert called["error"] == {"code": -32602, "message": "Unknown tool: rename"}

@@ -20,7 +20,7 @@ class Command(BaseCommand):
         "Serve the hub with daphne (HTTP, WebSockets, /mcp) and, unless MQTT_IN_PROCESS=0, the "
         "MQTT worker in the same process, so that with the in-memory channel layer LLM calls "
         "still reach MQTT agents. With no broker reachable the hub serves everything else and "
-        "keeps retrying."
+        "keeps retrying. The outbound MCP endpoints (add_mcp_endpoint) are kept connected."
     )
 
     def add_arguments(self, parser):
@@ -62,7 +62,8 @@ class Command(BaseCommand):
         from twisted.internet import defer, reactor
 
         from devices.agents.gateway import gateway
-        from homehub.asgi import application
+        from homehub.asgi import application, before_stop
+        from mcp_endpoint.outbound import Supervisor
 
         mqtt_url = demo.broker.url if demo and demo.broker.url else settings.MQTT_URL
 
@@ -76,9 +77,13 @@ class Command(BaseCommand):
                 raise CommandError(str(exc)) from None
             logging.getLogger("devices.mqtt").setLevel(logging.INFO)
 
+        endpoints = Supervisor()  # the outbound MCP endpoints, let go on the shutdown path
+        before_stop.append(endpoints.stop)
+
         def ready() -> None:
             loop = asyncio.get_event_loop()
             loop.call_soon(lambda: asyncio.ensure_future(gateway.start()))
+            loop.call_soon(lambda: asyncio.ensure_future(endpoints.start()))
             if worker is not None:
                 loop.call_soon(lambda: asyncio.ensure_future(worker.start()))
                 stop_worker = lambda: defer.Deferred.fromFuture(asyncio.ensure_future(worker.stop()))  # noqa: E731
