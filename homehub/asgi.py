@@ -59,10 +59,11 @@ async def application(scope, receive, send):
 
 EXIT_SECONDS = 3.0
 QUIET_SECONDS = 0.1
-DEVICES_SECONDS = 1.5
+LET_GO_SECONDS = 5.0
 # What this process lets go of cleanly before the rest is ended, beside its devices and within
-# the same DEVICES_SECONDS (`serve` adds its outbound MCP endpoints: connections closed, claims
-# given up). A "before shutdown" trigger of its own would be cancelled with everything else.
+# the same LET_GO_SECONDS (`serve` adds its outbound MCP endpoints: connections closed, claims
+# given up; its MQTT worker: what is queued stored and acknowledged, its will said; the demo).
+# A "before shutdown" trigger of its own would be cancelled with everything else.
 before_stop: list[Callable[[], Awaitable[None]]] = []
 
 
@@ -95,7 +96,7 @@ async def _stop() -> None:
     `before_stop` holds; then everything else still running is ended."""
     with contextlib.suppress(TimeoutError):
         let_go = [detach_all("the hub is stopping"), *(stop() for stop in before_stop)]
-        await asyncio.wait_for(asyncio.gather(*let_go, return_exceptions=True), DEVICES_SECONDS)
+        await asyncio.wait_for(asyncio.gather(*let_go, return_exceptions=True), LET_GO_SECONDS)
     await _until_quiet(asyncio.get_running_loop().time() + EXIT_SECONDS)
 
 

@@ -59,7 +59,6 @@ class Command(BaseCommand):
         from daphne.access import AccessLogGenerator
         from daphne.endpoints import build_endpoint_description_strings
         from daphne.server import Server
-        from twisted.internet import defer, reactor
 
         from devices.agents.gateway import gateway
         from homehub.asgi import application, before_stop
@@ -86,12 +85,10 @@ class Command(BaseCommand):
             loop.call_soon(lambda: asyncio.ensure_future(endpoints.start()))
             if worker is not None:
                 loop.call_soon(lambda: asyncio.ensure_future(worker.start()))
-                stop_worker = lambda: defer.Deferred.fromFuture(asyncio.ensure_future(worker.stop()))  # noqa: E731
-                reactor.addSystemEventTrigger("before", "shutdown", stop_worker)  # type: ignore[arg-type]
+                before_stop.append(worker.stop)
             if demo is not None:
                 loop.call_soon(demo.start)
-                stop_demo = lambda: defer.Deferred.fromFuture(asyncio.ensure_future(demo.stop()))  # noqa: E731
-                reactor.addSystemEventTrigger("before", "shutdown", stop_demo)  # type: ignore[arg-type]
+                before_stop.append(demo.stop)
 
         self.stderr.write(
             f"HomeHub on http://{host}:{port}/"
