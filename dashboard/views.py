@@ -29,7 +29,7 @@ from devices.home.errors import HomeError
 from devices.mqtt import status as mqtt_status
 from devices.telemetry import selectors as telemetry_reads
 from mcp_endpoint import endpoints as mcp_endpoints
-from mcp_endpoint.pipeline import CallRefused
+from mcp_endpoint.pipeline import CallRefused, call_tool_or_raise
 from mcp_endpoint.registry import Caller
 
 DASHBOARD = Event.Interface.DASHBOARD
@@ -70,6 +70,13 @@ def home(request: HttpRequest) -> HttpResponse:
     )
 
 
+def _call(tool: str, who: dict[str, str], **arguments: Any) -> None:
+    """A home change through the one tool-call pipeline, as an MCP client makes it (its
+    metrics and audit; the homeowner holds every scope). Presence has no tool: its service is
+    called directly."""
+    call_tool_or_raise(tool, arguments, Caller(actor=who["actor"], interface=who["interface"], audited=True))
+
+
 def _change(request: HttpRequest, name: str, field: str, write) -> HttpResponse:
     """Run one home write from a form; answer JSON (fetch) or redirect home (plain form)."""
     value = _flag(request.POST.get(field))
@@ -87,7 +94,9 @@ def _change(request: HttpRequest, name: str, field: str, write) -> HttpResponse:
 @require_POST
 @login_required
 def switch_light(request: HttpRequest, name: str) -> HttpResponse:
-    return _change(request, name, "on", lambda value, **who: services.set_light_state(name, value, **who))
+    return _change(
+        request, name, "on", lambda value, **who: _call("set_light_state", who, name=name, on=value)
+    )
 
 
 def set_alarm(request: HttpRequest) -> HttpResponse:
@@ -102,7 +111,7 @@ def set_alarm(request: HttpRequest) -> HttpResponse:
         if _wants_json(request):
             return JsonResponse({"error": "Disarming needs confirmation (confirm=yes)."}, status=400)
         return redirect("dashboard:alarm")
-    services.set_alarm_state(armed, actor=_actor(request), interface=DASHBOARD)
+    _call("set_alarm_state", {"actor": _actor(request), "interface": DASHBOARD}, armed=armed)
     if _wants_json(request):
         return JsonResponse({"armed": armed})
     messages.success(request, "Alarm armed." if armed else "Alarm disarmed.")

@@ -25,6 +25,7 @@ from devices.home.api import router as home_router
 from devices.telemetry.api import router as telemetry_router
 from fel.api import router as fel_router
 from fel.batch_api import router as batch_router
+from mcp_endpoint.pipeline import CallRefused, InsufficientScope, RateLimited
 from mcp_endpoint.scopes import scopes
 from mcp_endpoint.tokens import authenticate
 
@@ -84,6 +85,13 @@ def _too_big(request: HttpRequest, exc: Exception) -> HttpResponse:
 def _too_many_files(request: HttpRequest, exc: Exception) -> HttpResponse:
     detail = f"Too many files in one request (at most {settings.DATA_UPLOAD_MAX_NUMBER_FILES})."
     return api.create_response(request, {"detail": detail}, status=413)
+
+
+@api.exception_handler(CallRefused)
+def _refused(request: HttpRequest, exc: CallRefused) -> HttpResponse:
+    """A call the tool-call pipeline refused (views that call tools through it)."""
+    status = {InsufficientScope: 403, RateLimited: 429}.get(type(exc), 404)
+    return api.create_response(request, {"detail": exc.message}, status=status)
 
 
 @api.exception_handler(Exception)

@@ -91,6 +91,18 @@ def call_tool_sync(
     return async_to_sync(call_tool)(name, arguments, ToolContext(caller=caller), tools=tools)
 
 
+def call_tool_or_raise(
+    name: str, arguments: Any, caller: Caller, *, tools: ToolRegistry = registry
+) -> ToolResult:
+    """`call_tool_sync` for a door that is not MCP (REST, a dashboard form): a failed call
+    whose tool gave its typed reason raises it, for the door to map by type; refusals raise
+    `CallRefused` as they do for every door."""
+    result = call_tool_sync(name, arguments, caller, tools=tools)
+    if result.is_error and result.reason is not None:
+        raise result.reason
+    return result
+
+
 async def run_tool(tool: Tool, arguments: Any, ctx: ToolContext) -> ToolResult:
     """Run one tool call; failures the model can act on become `isError` results, and so does
     a crash (logged, its details kept from the caller)."""

@@ -7,13 +7,23 @@ from datetime import datetime
 from django.http import HttpRequest
 from ninja import Router, Schema, Status
 
-from common.rest import Error, Name, need
+from common.rest import Error, Name, need, rest_caller
 from devices.audit.models import Event
 from devices.home import selectors, services
 from devices.home.errors import LightNotFound, PersonNotFound
+from mcp_endpoint.pipeline import call_tool_or_raise
+from mcp_endpoint.registry import Caller
 
 REST = Event.Interface.REST
 router = Router(tags=["home"])
+
+
+def _caller(request: HttpRequest) -> Caller:
+    """Lights and the alarm change through the one tool-call pipeline, as an MCP client changes
+    them (`set_light_state`, `set_alarm_state`): its scope check, rate limit, metrics and audit.
+    Presence has no tool: its service is called directly."""
+    who = rest_caller(request)
+    return Caller(actor=who.actor, interface=REST, scopes=who.scopes, audited=True)
 
 
 class LightOut(Schema):
@@ -64,9 +74,9 @@ def get_light(request: HttpRequest, name: Name):
 
 @router.patch("/lights/{name}", response={200: LightOut, 404: Error}, summary="Switch a light on or off")
 def change_light(request: HttpRequest, name: Name, change: LightChange):
-    actor = need(request, "control")
+    need(request, "control")
     try:
-        services.set_light_state(name, change.on, actor=actor, interface=REST)
+        call_tool_or_raise("set_light_state", {"name": name, "on": change.on}, _caller(request))
     except LightNotFound as exc:
         return Status(404, {"detail": str(exc)})
     return selectors.light(name)
@@ -80,8 +90,8 @@ def get_alarm(request: HttpRequest):
 
 @router.patch("/alarm", response=AlarmOut, summary="Arm or disarm the alarm")
 def change_alarm(request: HttpRequest, change: AlarmChange):
-    actor = need(request, "control")
-    services.set_alarm_state(change.armed, actor=actor, interface=REST)
+    need(request, "control")
+    call_tool_or_raise("set_alarm_state", {"armed": change.armed}, _caller(request))
     return selectors.alarm()
 
 

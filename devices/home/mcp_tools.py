@@ -79,7 +79,7 @@ async def set_light_state(args: SetLightInput, ctx: ToolContext) -> dict[str, bo
             args.name, args.on, actor=ctx.caller.actor, interface=ctx.caller.interface
         )
     except HomeError as exc:
-        raise ToolError(str(exc), structured={"ok": False, "error": str(exc)}) from None
+        raise ToolError(str(exc), structured={"ok": False, "error": str(exc)}, reason=exc) from None
     return {"ok": True}
 
 

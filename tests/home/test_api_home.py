@@ -205,3 +205,33 @@ def test_openapi_and_docs(client):
         assert path in schema["paths"], path
     docs = client.get("/api/docs")
     assert docs.status_code == 200 and b"cdn" not in docs.content.lower()
+
+
+def test_rest_and_dashboard_switch_lights_through_the_one_pipeline(client, staff_client, home):
+    """As an MCP client does: counted per door in /metrics, a missing light still a 404."""
+    from prometheus_client import REGISTRY
+
+    def counted(door: str, outcome: str = "ok") -> float:
+        labels = {"tool": "set_light_state", "outcome": outcome, "interface": door}
+        return REGISTRY.get_sample_value("homehub_mcp_tool_calls_total", labels) or 0.0
+
+    before = counted("rest"), counted("dashboard"), counted("rest", "error")
+    token = create_token("switcher", ["read", "control"])[1]
+    patched = client.patch(
+        "/api/lights/salon",
+        {"on": True},
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
+    missing = client.patch(
+        "/api/lights/nope",
+        {"on": True},
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
+    staff_client.post("/lights/cocina/", {"on": "1"}, HTTP_ACCEPT="application/json")
+    assert patched.status_code == 200 and patched.json()["on"] is True
+    assert missing.status_code == 404 and missing.json()["detail"] == "Luz 'nope' no encontrada"
+    assert Light.objects.get(name="cocina").on
+    after = counted("rest"), counted("dashboard"), counted("rest", "error")
+    assert after == (before[0] + 1, before[1] + 1, before[2] + 1)
