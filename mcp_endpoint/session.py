@@ -42,7 +42,6 @@ from mcp_endpoint.protocol import (
     BATCH_VERSION,
     HANDSHAKE_VERSIONS,
     LIST_TTL_MS,
-    META_CLIENT_CAPABILITIES,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
@@ -55,6 +54,7 @@ from mcp_endpoint.protocol import (
     SendOutgoing,
     SessionState,
     cacheable,
+    stateless_meta,
 )
 from mcp_endpoint.registry import (
     Caller,
@@ -298,12 +298,7 @@ class ServerSession(ClientRequests, ResourceMethods):
         stateless = version is not None
         log_level = self.state.log_level
         if stateless:
-            if not isinstance(version, str) or not isinstance(meta.get(META_CLIENT_CAPABILITIES), dict):
-                raise JsonRpcError(
-                    jsonrpc.INVALID_PARAMS,
-                    "Invalid params: params._meta must carry the protocol version and the client "
-                    f"capabilities ('{META_PROTOCOL_VERSION}', '{META_CLIENT_CAPABILITIES}')",
-                )
+            stateless_meta(params)
             if version not in STATELESS_VERSIONS:
                 raise JsonRpcError(
                     jsonrpc.UNSUPPORTED_PROTOCOL_VERSION,

@@ -63,8 +63,7 @@ NOT_YET: dict[tuple[str, str], dict[str, str]] = {
     (STABLE.name, HANDSHAKE): {},
     (NEXT.name, HANDSHAKE): {},
     (NEXT.name, STATELESS): {
-        "server-stateless": "-32020 where -32602 is due for a missing _meta; id null on an unsupported "
-        "version; -32021 never raised; diagnostic tools missing",
+        "server-stateless": "-32021 never raised; the diagnostic tools are missing",
         "json-schema-2020-12": "the fixture's schema lacks SEP-2106's allOf, if/then/else and $anchor",
         "http-custom-header-server-validation": "no x-mcp-header parameters (SEP-2243 Mcp-Param headers)",
         **{

@@ -157,3 +157,82 @@ def test_an_initialize_notification_is_accepted_without_a_session(make_token):
     assert sent[0]["status"] == 202
     assert b"mcp-session-id" not in dict(sent[0]["headers"])
     assert sent[1]["body"] == b""
+
+
+# --- found by the 0.2 line at 2026-07-28 (server-stateless) ---------------------------------
+
+
+def _post_app(token: str, body: dict, **headers: str) -> tuple[int, dict[str, str], dict]:
+    """POST `body` to a `StreamableHttpApp` in this process: status, headers, JSON body."""
+    sent = []
+
+    async def receive():
+        return {"type": "http.request", "body": json.dumps(body).encode(), "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    raw = {
+        "host": "127.0.0.1",
+        "authorization": f"Bearer {token}",
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        **{name.replace("_", "-"): value for name, value in headers.items()},
+    }
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/mcp",
+        "headers": [(k.encode(), v.encode()) for k, v in raw.items()],
+    }
+    async_to_sync(StreamableHttpApp())(scope, receive, send)
+    answer_headers = {k.decode(): v.decode() for k, v in sent[0]["headers"]}
+    return sent[0]["status"], answer_headers, json.loads(sent[1]["body"])
+
+
+STATELESS = "2026-07-28"
+CAPS = {"io.modelcontextprotocol/clientCapabilities": {}}
+
+
+def test_a_stateless_request_missing_its_meta_is_invalid_params_not_a_header_mismatch(make_token):
+    """The headers say 2026-07-28 but the body lacks `_meta`, or what `_meta` must carry: the
+    body is wrong, so -32602 (400) with the request's id, before headers are compared with it."""
+    token = make_token()
+    headers = {"mcp_protocol_version": STATELESS, "mcp_method": "server/discover"}
+    version = {"io.modelcontextprotocol/protocolVersion": STATELESS}
+    for rpc_id, params in ((101, {}), (102, {"_meta": CAPS}), (104, {"_meta": version})):
+        request = {"jsonrpc": "2.0", "id": rpc_id, "method": "server/discover", "params": params}
+        status, _, body = _post_app(token, request, **headers)
+        assert (status, body["id"], body["error"]["code"]) == (400, rpc_id, jsonrpc.INVALID_PARAMS)
+    # With a whole `_meta`, a header that disagrees with it is still a header mismatch.
+    other = {"_meta": {**CAPS, "io.modelcontextprotocol/protocolVersion": "2025-11-25"}}
+    request = {"jsonrpc": "2.0", "id": 105, "method": "server/discover", "params": other}
+    status, _, body = _post_app(token, request, **headers)
+    assert (status, body["id"], body["error"]["code"]) == (400, 105, jsonrpc.HEADER_MISMATCH)
+
+
+def test_the_unsupported_version_error_carries_the_requests_id(make_token):
+    token = make_token()
+    meta = {**CAPS, "io.modelcontextprotocol/protocolVersion": "v999.0.0"}
+    request = {"jsonrpc": "2.0", "id": 301, "method": "server/discover", "params": {"_meta": meta}}
+    status, _, body = _post_app(token, request, mcp_protocol_version="v999.0.0", mcp_method="server/discover")
+    assert (status, body["id"], body["error"]["code"]) == (400, 301, jsonrpc.UNSUPPORTED_PROTOCOL_VERSION)
+    assert body["error"]["data"]["requested"] == "v999.0.0"
+    assert STATELESS in body["error"]["data"]["supported"]
+
+
+def test_a_stateless_insufficient_scope_answer_carries_its_challenge(make_token):
+    """403 for a token without the tool's scope says so in `WWW-Authenticate` in both eras
+    (RFC 6750's insufficient_scope, the scope needed, RFC 9728's resource metadata)."""
+    reader = make_token(scopes=["read"], name="reader")
+    meta = {**CAPS, "io.modelcontextprotocol/protocolVersion": STATELESS}
+    params = {"name": "set_light_state", "arguments": {"name": "salon", "on": True}, "_meta": meta}
+    request = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params}
+    status, headers, body = _post_app(
+        reader, request, mcp_protocol_version=STATELESS, mcp_method="tools/call", mcp_name="set_light_state"
+    )
+    assert (status, body["id"], body["error"]["code"]) == (403, 7, jsonrpc.FORBIDDEN)
+    assert headers["www-authenticate"] == (
+        'Bearer error="insufficient_scope", scope="control", '
+        'resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource/mcp"'
+    )
