@@ -61,7 +61,7 @@ class RequestContext:
     stateless: bool
     log_level: str | None
     close_stream: CloseStream | None = None
-    input_rounds: InputRounds | None = None  # a stateless tools/call's answers from the client
+    input_rounds: InputRounds | None = None  # a stateless tools/call's or prompts/get's answers so far
 
     @property
     def progress_token(self) -> Any:

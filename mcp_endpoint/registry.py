@@ -15,7 +15,7 @@ from __future__ import annotations
 import inspect
 import json
 import re
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, get_type_hints
 
@@ -38,9 +38,21 @@ class Caller:
     rate_key: str | None = None  # calls are rate-limited per key (the token) when set
 
 
+@dataclass(frozen=True)
+class ClientRequest:
+    """A request a tool sends its client (`sampling/createMessage`, `elicitation/create`,
+    `roots/list`). `key` names it in a stateless call's `inputRequests` (numbered "1", "2"...
+    in the order asked when None); a tool names all its requests or none."""
+
+    method: str
+    params: dict[str, Any]
+    key: str | None = None
+
+
 ProgressSender = Callable[[float, float | None, str | None], Awaitable[None]]
 LogSender = Callable[[str, Any], Awaitable[None]]
-ClientRequester = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+# Sends requests to the client at once; their results, in the same order.
+ClientRequester = Callable[[Sequence[ClientRequest]], Awaitable[list[dict[str, Any]]]]
 
 
 async def _no_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -51,8 +63,8 @@ async def _no_log(level: str, data: Any) -> None:
     return None
 
 
-async def _no_client_requests(method: str, params: dict[str, Any]) -> dict[str, Any]:
-    raise ClientRequestError(f"This connection cannot send '{method}' to the client")
+async def _no_client_requests(requests: Sequence[ClientRequest]) -> list[dict[str, Any]]:
+    raise ClientRequestError(f"This connection cannot send '{requests[0].method}' to the client")
 
 
 async def no_close() -> None:
@@ -69,6 +81,8 @@ class ToolContext:
     send_log: LogSender = _no_log
     send_request: ClientRequester = _no_client_requests
     send_close: Callable[[], Awaitable[None]] = no_close
+    # What the client declared it can do (`initialize`, or a stateless request's `_meta`).
+    client_capabilities: Mapping[str, Any] = field(default_factory=dict)
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
@@ -83,16 +97,32 @@ class ToolContext:
         async_to_sync(self.send_progress)(progress, total, message)
 
     async def log(self, level: str, data: Any) -> None:
-        """A `notifications/message` to the client, filtered by its `logging/setLevel`."""
+        """A `notifications/message` to the client, filtered by its `logging/setLevel` (or a
+        stateless request's log level): never a secret, since the client may show it."""
         await self.send_log(level, data)
 
-    async def request_client(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    def client_supports(self, capability: str) -> bool:
+        """Whether the client declared `capability` ("sampling", "elicitation", "roots"): a
+        tool that can do without a question asks only the clients that can answer it."""
+        return capability in self.client_capabilities
+
+    async def request_client(
+        self, method: str, params: dict[str, Any], *, key: str | None = None
+    ) -> dict[str, Any]:
         """Send a request to the client in the middle of the call (`sampling/createMessage`,
-        `elicitation/create`) and return its result. Raises ClientRequestError when the
-        client did not declare the capability, answered with an error, or did not answer
-        within MCP_CLIENT_REQUEST_TIMEOUT_SECONDS; left uncaught, it becomes the call's
-        `isError` result."""
-        return await self.send_request(method, params)
+        `elicitation/create`, `roots/list`) and return its result.
+
+        Raises MissingClientCapability when the client did not declare the capability the
+        method needs (the request is answered -32021), and ClientRequestError when the client
+        answered with an error or did not answer within MCP_CLIENT_REQUEST_TIMEOUT_SECONDS
+        (left uncaught, it becomes the call's `isError` result)."""
+        (answer,) = await self.send_request([ClientRequest(method, params, key)])
+        return answer
+
+    async def request_client_all(self, *requests: ClientRequest) -> list[dict[str, Any]]:
+        """Several requests to the client at once, their results in the same order: over a
+        stream they are sent together, and a stateless call asks them all in one round."""
+        return await self.send_request(requests)
 
     async def close_stream(self) -> None:
         """Streamable HTTP: end the response stream of this call now; the call goes on and
@@ -119,6 +149,16 @@ class ToolError(Exception):
 
 class ClientRequestError(ToolError):
     """A request to the client (sampling, elicitation) could not be completed."""
+
+
+class MissingClientCapability(Exception):
+    """A tool needs a request the client did not declare it accepts: not the tool's failure but
+    the request's, answered -32021 (MissingRequiredClientCapability) with the capability."""
+
+    def __init__(self, capability: str, method: str) -> None:
+        self.capability, self.method = capability, method
+        self.message = f"The client did not declare the '{capability}' capability, which '{method}' needs"
+        super().__init__(self.message)
 
 
 @dataclass

@@ -59,6 +59,7 @@ from mcp_endpoint.protocol import (
 from mcp_endpoint.registry import (
     Caller,
     LogSender,
+    MissingClientCapability,
     ProgressSender,
     ToolContext,
     ToolRegistry,
@@ -67,7 +68,7 @@ from mcp_endpoint.registry import (
     registry,
 )
 from mcp_endpoint.resources import ResourceRegistry, resources
-from mcp_endpoint.session_requests import ClientRequests, quietly
+from mcp_endpoint.session_requests import ClientRequests, missing_capability_error, quietly
 from mcp_endpoint.session_resources import ResourceMethods
 
 logger = logging.getLogger(__name__)
@@ -428,15 +429,12 @@ class ServerSession(ClientRequests, ResourceMethods):
             )
         if ctx.stateless:
             ctx.input_rounds = InputRounds.from_params(name, ctx.params)
-        tool_ctx = ToolContext(
-            caller=self.caller,
-            send_progress=self._progress_sender(ctx),
-            send_log=self._log_sender(ctx),
-            send_request=lambda method, params: self.request_client(ctx, method, params),
-            send_close=ctx.close_stream or no_close,
-        )
         try:
-            outcome = await call_tool(name, ctx.params.get("arguments"), tool_ctx, tools=self.tools)
+            outcome = await call_tool(
+                name, ctx.params.get("arguments"), self.tool_context(ctx), tools=self.tools
+            )
+        except MissingClientCapability as missing:
+            raise missing_capability_error(missing) from None
         except UnknownTool as refused:
             raise JsonRpcError(jsonrpc.INVALID_PARAMS, refused.message) from None
         except InsufficientScope as refused:
@@ -447,6 +445,17 @@ class ServerSession(ClientRequests, ResourceMethods):
             assert ctx.input_rounds is not None
             return ctx.input_rounds.result(asked)
         return outcome.as_mcp()
+
+    def tool_context(self, ctx: RequestContext) -> ToolContext:
+        """What a tool (or a prompt that asks) running for request `ctx` may use."""
+        return ToolContext(
+            caller=self.caller,
+            send_progress=self._progress_sender(ctx),
+            send_log=self._log_sender(ctx),
+            send_request=lambda requests: self.request_client(ctx, requests),
+            send_close=ctx.close_stream or no_close,
+            client_capabilities=self.client_capabilities(ctx),
+        )
 
     def _progress_sender(self, ctx: RequestContext) -> ProgressSender:
         token = ctx.progress_token
