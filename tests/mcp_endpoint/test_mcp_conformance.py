@@ -63,26 +63,7 @@ NOT_YET: dict[tuple[str, str], dict[str, str]] = {
     (STABLE.name, HANDSHAKE): {},
     (NEXT.name, HANDSHAKE): {},
     (NEXT.name, STATELESS): {
-        "server-stateless": "-32021 never raised; the diagnostic tools are missing",
-        "json-schema-2020-12": "the fixture's schema lacks SEP-2106's allOf, if/then/else and $anchor",
         "http-custom-header-server-validation": "no x-mcp-header parameters (SEP-2243 Mcp-Param headers)",
-        **{
-            f"input-required-result-{name}": "the SEP-2322 fixture tools and prompt are missing"
-            for name in (
-                "basic-elicitation",
-                "basic-sampling",
-                "basic-list-roots",
-                "request-state",
-                "multiple-input-requests",
-                "multi-round",
-                "missing-input-response",
-                "non-tool-request",
-                "result-type",
-                "tampered-state",
-                "capability-check",
-                "ignore-extra-params",
-            )
-        },
     },
 }
 
