@@ -25,6 +25,9 @@ from pydantic import BaseModel, ValidationError
 from mcp_endpoint.scopes import scopes as declared_scopes
 
 TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+# An `x-mcp-header` name: an HTTP field-name token (RFC 9110 section 5.1).
+HEADER_TOKEN_RE = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+HEADER_PARAM_TYPES = ("string", "integer", "boolean")
 
 
 @dataclass(frozen=True)
@@ -240,6 +243,9 @@ class Tool:
     input_schema: dict[str, Any] = field(default_factory=dict)
     output_schema: dict[str, Any] | None = None
     meta: dict[str, Any] | None = None
+    # Arguments mirrored in `Mcp-Param-<name>` HTTP headers (SEP-2243), by header name: the path
+    # of the argument in `arguments`. Read from the input schema's `x-mcp-header` annotations.
+    header_params: dict[str, tuple[str, ...]] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         if not TOOL_NAME_RE.match(self.name):
@@ -248,6 +254,7 @@ class Tool:
             raise ValueError(f"tool {self.name}: undeclared scope {self.scope!r} (see mcp_endpoint.scopes)")
         if not self.input_schema:
             self.input_schema = _clean_schema(self.input_model.model_json_schema())
+        self.header_params = _header_params(self.name, self.input_schema)
         if self.output_schema is None and self.output_model is not None:
             self.output_schema = _clean_schema(self.output_model.model_json_schema())
         # A plain function runs in a thread; None for a coroutine function, awaited as it is.
@@ -336,6 +343,39 @@ class Tool:
         if isinstance(value, BaseModel):
             value = value.model_dump(mode="json", exclude_none=True)
         return ToolResult(structured=value)
+
+
+def _header_params(tool: str, schema: dict[str, Any]) -> dict[str, tuple[str, ...]]:
+    """The `x-mcp-header` annotations of an input schema (on properties, at any depth of
+    `properties`), checked as SEP-2243 constrains them: a declaration a client must reject
+    is a ValueError here, when the tool is declared."""
+    found: dict[str, tuple[str, ...]] = {}
+
+    def walk(node: dict[str, Any], path: tuple[str, ...]) -> None:
+        properties = node.get("properties")
+        if not isinstance(properties, dict):
+            return
+        for name, sub in properties.items():
+            if not isinstance(sub, dict):
+                continue
+            header = sub.get("x-mcp-header")
+            if header is not None:
+                where = ".".join((*path, name))
+                if not isinstance(header, str) or not HEADER_TOKEN_RE.match(header):
+                    raise ValueError(
+                        f"tool {tool}: x-mcp-header of '{where}' is not an HTTP token: {header!r}"
+                    )
+                if header.lower() in (known.lower() for known in found):
+                    raise ValueError(f"tool {tool}: x-mcp-header {header!r} is declared twice")
+                if sub.get("type") not in HEADER_PARAM_TYPES:
+                    raise ValueError(
+                        f"tool {tool}: x-mcp-header on '{where}' needs a string, integer or boolean"
+                    )
+                found[header] = (*path, name)
+            walk(sub, (*path, name))
+
+    walk(schema, ())
+    return found
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,6 @@ This module checks requests, finds sessions and answers POSTs; the SSE response 
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 from collections.abc import Mapping
 from typing import Any, TypeGuard
@@ -35,9 +34,10 @@ from mcp_endpoint.protocol import (
     SessionState,
     stateless_meta,
 )
-from mcp_endpoint.registry import Caller
+from mcp_endpoint.registry import Caller, Tool
 from mcp_endpoint.session import ServerSession, too_many_in_flight
 from mcp_endpoint.tokens import aauthenticate, bearer_token, caller_for
+from mcp_endpoint.transports import mirrored_headers
 from mcp_endpoint.transports.asgi_http import (
     AsgiReceive,
     AsgiSend,
@@ -200,28 +200,6 @@ class StreamableHttpApp:
         finally:
             _running.give_back(session_id)
 
-    @staticmethod
-    def _header_mismatch(headers: dict[str, str], message: dict[str, Any]) -> str | None:
-        """2026-07-28: the routing headers must repeat what the body says."""
-        params = message.get("params")
-        if not isinstance(params, dict):
-            params = {}
-        meta = params.get("_meta")
-        if not isinstance(meta, dict):
-            meta = {}
-        body_version = meta.get(META_PROTOCOL_VERSION)
-        if headers.get("mcp-protocol-version") != body_version:
-            return f"MCP-Protocol-Version header does not match the body's protocol version {body_version!r}"
-        method = message.get("method")
-        if headers.get("mcp-method") != method:
-            return f"Mcp-Method header {headers.get('mcp-method')!r} does not match body method {method!r}"
-        field = NAME_BEARING.get(method) if isinstance(method, str) else None
-        if field and field in params:
-            header = _decode_header_value(headers.get("mcp-name"))
-            if header != params[field]:
-                return f"Mcp-Name header {header!r} does not match body {field} {params[field]!r}"
-        return None
-
     async def _stateless(
         self, request: Request, receive: AsgiReceive, send: AsgiSend, caller: Caller, message: Any
     ) -> None:
@@ -241,12 +219,12 @@ class StreamableHttpApp:
                 request_id = message["id"] if jsonrpc.is_valid_id(message["id"]) else None
                 await respond_json(send, 400, jsonrpc.error_response(request_id, exc))
                 return
-        mismatch = self._header_mismatch(headers, message)
+        session = ServerSession(caller, _discard)
+        mismatch = mirrored_headers.mismatch(headers, message, self._called_tool(session, message))
         if mismatch:
             error = JsonRpcError(jsonrpc.HEADER_MISMATCH, f"Header mismatch: {mismatch}")
             await respond_json(send, 400, jsonrpc.error_response(message.get("id"), error))
             return
-        session = ServerSession(caller, _discard)
         if "id" not in message:
             await session.handle(message)
             await respond(send, 202)
@@ -266,6 +244,17 @@ class StreamableHttpApp:
             await stream.event(response, last=True)
         else:
             await stream.finish()
+
+    @staticmethod
+    def _called_tool(session: ServerSession, message: dict[str, Any]) -> Tool | None:
+        """The tool a `tools/call` names, when the caller may see it (its `Mcp-Param-*`
+        headers are checked; another's would tell that it exists)."""
+        params = message.get("params")
+        name = params.get("name") if isinstance(params, dict) else None
+        if message.get("method") != "tools/call" or not isinstance(name, str):
+            return None
+        tool = session.tools.get(name)
+        return tool if tool is not None and tool.scope in session.caller.scopes else None
 
     async def _initialize(
         self, request: Request, send: AsgiSend, caller: Caller, token: AccessToken, message: dict[str, Any]
@@ -421,7 +410,6 @@ class StreamableHttpApp:
         return session_id, state
 
 
-NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 # HTTP status of each protocol error on a stateless (2026-07-28) request.
 STATELESS_ERROR_STATUS = {
     jsonrpc.PARSE_ERROR: 400,
@@ -433,16 +421,6 @@ STATELESS_ERROR_STATUS = {
     jsonrpc.METHOD_NOT_FOUND: 404,
     jsonrpc.FORBIDDEN: 403,
 }
-
-
-def _decode_header_value(value: str | None) -> str | None:
-    """Header values that are not plain ASCII travel as `=?base64?<utf-8 base64>?=`."""
-    if value and value.startswith("=?base64?") and value.endswith("?="):
-        try:
-            return base64.b64decode(value[9:-2], validate=True).decode()
-        except (ValueError, UnicodeDecodeError):
-            return None
-    return value
 
 
 def _unsupported_version(headers: dict[str, str]) -> JsonRpcError | None:

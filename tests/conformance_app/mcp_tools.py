@@ -23,7 +23,7 @@ import json
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from mcp_endpoint.registry import ClientRequest, Tool, ToolContext, ToolError, ToolResult, registry, tool
 from mcp_endpoint.resources import (
@@ -344,6 +344,21 @@ def test_trigger_tool_change(args: NoArguments, ctx: ToolContext) -> ToolResult:
     registry.notify_changed()
     state = "added" if coming_and_going.present else "removed"
     return ToolResult(content=[_text(f"test_dynamic_tool {state}")])
+
+
+# --- custom headers from tool parameters (SEP-2243, 0.2 line, 2026-07-28) ------------------
+
+
+class Routed(BaseModel):
+    region: str = Field(json_schema_extra={"x-mcp-header": "Region"})
+    note: str = ""
+
+
+@tool(scope="read", read_only=True)
+def test_mcp_param_header(args: Routed, ctx: ToolContext) -> ToolResult:
+    """Echoes its region, which clients mirror in an `Mcp-Param-Region` header (conformance
+    fixture, SEP-2243: the hub checks the header against the argument)."""
+    return ToolResult(content=[_text(f"Region: {args.region}")])
 
 
 # --- multi-round-trip requests (SEP-2322, 0.2 line, 2026-07-28) ----------------------------

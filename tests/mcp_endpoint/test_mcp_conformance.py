@@ -58,13 +58,11 @@ NEXT = Line("0.2", "conformance-next")
 HANDSHAKE, STATELESS = "2025-11-25", "2026-07-28"
 RUNS = [(STABLE, HANDSHAKE), (NEXT, HANDSHAKE), (NEXT, STATELESS)]  # 0.1.16 has no 2026-07-28 era
 
-# The one list of scenarios that cannot pass yet, per line and era, with the reason.
+# The one list of scenarios that cannot pass yet, per line and era, with the reason (none now).
 NOT_YET: dict[tuple[str, str], dict[str, str]] = {
     (STABLE.name, HANDSHAKE): {},
     (NEXT.name, HANDSHAKE): {},
-    (NEXT.name, STATELESS): {
-        "http-custom-header-server-validation": "no x-mcp-header parameters (SEP-2243 Mcp-Param headers)",
-    },
+    (NEXT.name, STATELESS): {},
 }
 
 pytestmark = [pytest.mark.live, pytest.mark.conformance]

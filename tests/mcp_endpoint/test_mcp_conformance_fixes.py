@@ -4,10 +4,12 @@ non-JSON resource contents, `completion/complete`, and DNS rebinding through the
 import base64
 import json
 
+import pytest
 from asgiref.sync import async_to_sync
+from pydantic import BaseModel, Field
 
 from mcp_endpoint import jsonrpc
-from mcp_endpoint.registry import Caller
+from mcp_endpoint.registry import Caller, Tool, ToolContext
 from mcp_endpoint.resources import (
     Prompt,
     PromptArgument,
@@ -17,6 +19,7 @@ from mcp_endpoint.resources import (
     ResourceRegistry,
 )
 from mcp_endpoint.session import ServerSession
+from mcp_endpoint.transports import mirrored_headers
 from mcp_endpoint.transports.asgi_http import host_allowed, origin_allowed
 from mcp_endpoint.transports.http import StreamableHttpApp
 
@@ -187,7 +190,10 @@ def _post_app(token: str, body: dict, **headers: str) -> tuple[int, dict[str, st
     }
     async_to_sync(StreamableHttpApp())(scope, receive, send)
     answer_headers = {k.decode(): v.decode() for k, v in sent[0]["headers"]}
-    return sent[0]["status"], answer_headers, json.loads(sent[1]["body"])
+    text = b"".join(m.get("body", b"") for m in sent[1:]).decode()
+    if answer_headers["content-type"].startswith("text/event-stream"):  # the last event's data
+        return sent[0]["status"], answer_headers, json.loads(text.split("data: ")[-1])
+    return sent[0]["status"], answer_headers, json.loads(text)
 
 
 STATELESS = "2026-07-28"
@@ -236,3 +242,87 @@ def test_a_stateless_insufficient_scope_answer_carries_its_challenge(make_token)
         'Bearer error="insufficient_scope", scope="control", '
         'resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource/mcp"'
     )
+
+
+# --- found by the 0.2 line at 2026-07-28 (http-custom-header-server-validation) ----------------
+
+
+class Routed(BaseModel):
+    region: str = Field(json_schema_extra={"x-mcp-header": "Region"})
+    floor: int | None = Field(default=None, json_schema_extra={"x-mcp-header": "Floor", "type": "integer"})
+    note: str = ""
+
+
+def _routed_tool() -> Tool:
+    def routed(args: Routed, ctx: ToolContext) -> dict:
+        return {"region": args.region}
+
+    return Tool.from_function(routed, scope="read")
+
+
+def _headers(**values: str) -> dict[str, str]:
+    base = {"mcp-protocol-version": STATELESS, "mcp-method": "tools/call", "mcp-name": "routed"}
+    return {**base, **{f"mcp-param-{k}": v for k, v in values.items()}}
+
+
+def _call_routed(**arguments) -> dict:
+    meta = {**CAPS, "io.modelcontextprotocol/protocolVersion": STATELESS}
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "routed", "arguments": arguments, "_meta": meta},
+    }
+
+
+def test_x_mcp_header_arguments_are_read_from_the_schema_and_checked_when_declared():
+    assert _routed_tool().header_params == {"Region": ("region",), "Floor": ("floor",)}
+
+    def declare(extra: dict) -> None:
+        class Bad(BaseModel):
+            where: dict = Field(json_schema_extra=extra)
+
+        def bad(args: Bad, ctx: ToolContext) -> dict:
+            return {}
+
+        Tool.from_function(bad, scope="read")
+
+    with pytest.raises(ValueError, match="not an HTTP token"):
+        declare({"x-mcp-header": "Bad Name"})
+    with pytest.raises(ValueError, match="string, integer or boolean"):
+        declare({"x-mcp-header": "Where"})
+
+
+def test_mcp_param_headers_must_repeat_the_arguments():
+    tool = _routed_tool()
+    hello = base64.b64encode(b"Hello").decode()
+    cases = [
+        (_headers(region="north"), {"region": "north"}, None),
+        (_headers(region="  north  "), {"region": "north"}, None),  # whitespace is not part of it
+        (_headers(region=f"=?base64?{hello}?="), {"region": "Hello"}, None),
+        (_headers(region=hello), {"region": hello}, None),  # not wrapped: literal
+        (_headers(region=f"=?base64?{hello}"), {"region": f"=?base64?{hello}"}, None),
+        (_headers(region="north", floor="2"), {"region": "north", "floor": 2}, None),
+        (_headers(region="=?base64?SGVsbG8?="), {"region": "Hello"}, "not valid base64"),  # padding
+        (_headers(region="=?base64?SGVs!!!bG8=?="), {"region": "Hello"}, "not valid base64"),
+        (_headers(), {"region": "north"}, "Mcp-Param-Region header is missing"),
+        (_headers(region="south"), {"region": "north"}, "does not match"),
+        (_headers(region="north", floor="3"), {"region": "north", "floor": 2}, "does not match"),
+        (_headers(region="north", floor="2"), {"region": "north"}, "is sent but argument 'floor' is not"),
+    ]
+    for headers, arguments, expected in cases:
+        found = mirrored_headers.mismatch(headers, _call_routed(**arguments), tool)
+        if expected is None:
+            assert found is None, (headers, found)
+        else:
+            assert found is not None and expected in found, (headers, found)
+
+
+def test_a_stateless_call_whose_param_header_disagrees_is_refused_over_http(make_token, extra_tools):
+    extra_tools.register(_routed_tool())
+    token = make_token()
+    status, _, body = _post_app(token, _call_routed(region="north"), **_headers(region="north"))
+    assert status == 200 and body["result"]["structuredContent"] == {"region": "north"}
+    status, _, body = _post_app(token, _call_routed(region="north"), **_headers(region="south"))
+    assert (status, body["id"], body["error"]["code"]) == (400, 1, jsonrpc.HEADER_MISMATCH)
+    assert "Mcp-Param-Region" in body["error"]["message"]
