@@ -52,8 +52,28 @@ class ClientRequest:
     key: str | None = None
 
 
+# MCP's log levels (RFC 5424's severities), least severe first.
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+# What must never reach a client's log: the hub's tokens (`hh_<key id>_<secret>`) and bearer
+# credentials, however a tool came to word them.
+SECRET_RE = re.compile(r"\bhh_[0-9a-f]+_[A-Za-z0-9_-]+|\b[Bb]earer\s+[A-Za-z0-9._~+/=-]+")
+REDACTED = "[redacted]"
+
+
+def redact(data: Any) -> Any:
+    """`data` (a log's JSON) with every secret-looking string part replaced by `[redacted]`."""
+    if isinstance(data, str):
+        return SECRET_RE.sub(REDACTED, data)
+    if isinstance(data, dict):
+        return {key: redact(value) for key, value in data.items()}
+    if isinstance(data, list | tuple):
+        return [redact(value) for value in data]
+    return data
+
+
 ProgressSender = Callable[[float, float | None, str | None], Awaitable[None]]
-LogSender = Callable[[str, Any], Awaitable[None]]
+# Sends one `notifications/message` (level, data, logger name or None for the engine's).
+LogSender = Callable[[str, Any, str | None], Awaitable[None]]
 # Sends requests to the client at once; their results, in the same order.
 ClientRequester = Callable[[Sequence[ClientRequest]], Awaitable[list[dict[str, Any]]]]
 
@@ -62,7 +82,7 @@ async def _no_progress(progress: float, total: float | None, message: str | None
     return None
 
 
-async def _no_log(level: str, data: Any) -> None:
+async def _no_log(level: str, data: Any, logger: str | None) -> None:
     return None
 
 
@@ -86,6 +106,9 @@ class ToolContext:
     send_close: Callable[[], Awaitable[None]] = no_close
     # What the client declared it can do (`initialize`, or a stateless request's `_meta`).
     client_capabilities: Mapping[str, Any] = field(default_factory=dict)
+    # The least severe log level the client wants (its `logging/setLevel`, or a stateless
+    # request's own level); None: it wants no logs.
+    log_level: str | None = None
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
@@ -99,10 +122,27 @@ class ToolContext:
         """The same, from a sync tool running in a worker thread."""
         async_to_sync(self.send_progress)(progress, total, message)
 
-    async def log(self, level: str, data: Any) -> None:
-        """A `notifications/message` to the client, filtered by its `logging/setLevel` (or a
-        stateless request's log level): never a secret, since the client may show it."""
-        await self.send_log(level, data)
+    def logs(self, level: str) -> bool:
+        """Whether a log at `level` reaches the client: a tool need not build one that does not."""
+        return (
+            self.log_level is not None
+            and level in LOG_LEVELS
+            and LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.log_level)
+        )
+
+    async def log(self, level: str, data: Any, *, logger: str | None = None) -> None:
+        """A `notifications/message` to the client (`data`: a text or a JSON object; `logger`:
+        what logs, e.g. "homehub.fel"), if it wants `level` (see `logs`). Whatever looks like
+        a token is redacted on the way, but a tool should not log arguments or secrets at all:
+        the client may show its logs to anyone."""
+        if self.logs(level):
+            await self.send_log(level, data, logger)
+
+    def log_sync(self, level: str, data: Any, *, logger: str | None = None) -> None:
+        """The same, from a sync tool running in a worker thread (nothing is done, not even a
+        hop to the event loop, for a level the client does not want)."""
+        if self.logs(level):
+            async_to_sync(self.send_log)(level, data, logger)
 
     def client_supports(self, capability: str) -> bool:
         """Whether the client declared `capability` ("sampling", "elicitation", "roots"): a

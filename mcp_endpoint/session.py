@@ -57,6 +57,7 @@ from mcp_endpoint.protocol import (
     stateless_meta,
 )
 from mcp_endpoint.registry import (
+    LOG_LEVELS,
     Caller,
     LogSender,
     MissingClientCapability,
@@ -65,6 +66,7 @@ from mcp_endpoint.registry import (
     ToolRegistry,
     ToolResult,
     no_close,
+    redact,
     registry,
 )
 from mcp_endpoint.resources import ResourceRegistry, resources
@@ -75,7 +77,6 @@ logger = logging.getLogger(__name__)
 
 SERVER_NAME = "homehub"
 SERVER_VERSION = "0.1.0"
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 TOOLS_PAGE_SIZE = 100
 
 
@@ -455,6 +456,7 @@ class ServerSession(ClientRequests, ResourceMethods):
             send_request=lambda requests: self.request_client(ctx, requests),
             send_close=ctx.close_stream or no_close,
             client_capabilities=self.client_capabilities(ctx),
+            log_level=ctx.log_level,
         )
 
     def _progress_sender(self, ctx: RequestContext) -> ProgressSender:
@@ -473,12 +475,11 @@ class ServerSession(ClientRequests, ResourceMethods):
         return send_progress
 
     def _log_sender(self, ctx: RequestContext) -> LogSender:
-        threshold = LOG_LEVELS.index(ctx.log_level) if ctx.log_level else len(LOG_LEVELS)
+        """Logs on the stream of request `ctx` (the ToolContext filters them by level first)."""
 
-        async def send_log(level: str, data: Any) -> None:
-            if level in LOG_LEVELS and LOG_LEVELS.index(level) >= threshold:
-                params = {"level": level, "logger": SERVER_NAME, "data": data}
-                await ctx.notify(jsonrpc.notification("notifications/message", params))
+        async def send_log(level: str, data: Any, logger: str | None) -> None:
+            params = {"level": level, "logger": logger or SERVER_NAME, "data": redact(data)}
+            await ctx.notify(jsonrpc.notification("notifications/message", params))
 
         return send_log
 
