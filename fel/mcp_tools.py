@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from fel import services
+from fel.batch import ManifestEntry
 from fel.errors import FelError
 from fel.paths import display_path
 from mcp_endpoint.registry import ToolContext, ToolError, registry, tool
@@ -106,9 +107,24 @@ def fel_render(params: FelRenderInput, ctx: ToolContext) -> FelRenderOutput:
     return FelRenderOutput(ok=True, pdf_path=display_path(pdf))
 
 
+LOGGER = "homehub.fel"
+
+
+def _log_entry(ctx: ToolContext, entry: ManifestEntry) -> None:
+    """One file of a batch, as the client's log hears it: done at debug, with problems at warning."""
+    if entry["ok"]:
+        ctx.log_sync(
+            "debug", {"message": "Procesado", "xml": entry["xml"], "pdf": entry["pdf"]}, logger=LOGGER
+        )
+    else:
+        data = {"message": "Con inconsistencias", "xml": entry["xml"], "issues": entry["issues"]}
+        ctx.log_sync("warning", data, logger=LOGGER)
+
+
 @tool(scope="fel", idempotent=True)
 def fel_batch(params: FelBatchInput, ctx: ToolContext) -> FelBatchOutput:
     """Procesa un directorio de XML FEL: un PDF por archivo y un manifest.json con validación y SHA-256."""
+    ctx.log_sync("info", {"message": "Lote iniciado", "dir_xml": params.dir_xml}, logger=LOGGER)
     try:
         outcome = services.run_batch(
             params.dir_xml,
@@ -118,9 +134,18 @@ def fel_batch(params: FelBatchInput, ctx: ToolContext) -> FelBatchOutput:
             progress=lambda done, total, name: ctx.report_progress_sync(
                 done, total, f"{done}/{total} {name}"
             ),
+            on_entry=lambda entry: _log_entry(ctx, entry),
         )
     except FelError as exc:
+        ctx.log_sync("warning", {"message": "Lote no procesado", "error": str(exc)}, logger=LOGGER)
         raise ToolError(str(exc)) from None
+    summary = {
+        "message": "Lote terminado",
+        "count": outcome.count,
+        "invalid": outcome.invalid,
+        "manifest_path": display_path(outcome.manifest_path),
+    }
+    ctx.log_sync("info", summary, logger=LOGGER)
     return FelBatchOutput(
         ok=True,
         count=outcome.count,

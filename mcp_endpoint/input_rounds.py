@@ -1,13 +1,17 @@
-"""Asking the client during a stateless (2026-07-28) tool call: multi-round-trip requests.
+"""Asking the client during a stateless (2026-07-28) request: multi-round-trip requests
+(SEP-2322), for `tools/call` and `prompts/get`.
 
-Without a session there is no stream to send a request on and wait. Instead the call
-answers `resultType: "input_required"` with the request(s) in `inputRequests`, and the
-client retries the same `tools/call` with its answers in `inputResponses` and our
-`requestState` echoed. The tool runs again from the start; each of its questions is
-numbered in order ("1", "2"...), and a question already answered is answered from the
-retry at once, so the tool goes one question further each round. The answers of earlier
-rounds travel in `requestState`, signed (django.core.signing) and bound to the tool, so a
-client cannot hand one tool's state to another.
+Without a session there is no stream to send a request on and wait. Instead the request
+answers `resultType: "input_required"` with the question(s) in `inputRequests`, and the
+client retries the same request with its answers in `inputResponses` and our
+`requestState` echoed. The tool (or prompt) runs again from the start; each question has a
+key, the one its author gave it or else its number in the order asked ("1", "2"...), and a
+question already answered is answered from the retry at once, so it goes one round further
+each time. Questions asked together (`ToolContext.request_client_all`) go out in one round;
+a round answered only in part asks again for what is missing. Answers under keys nobody
+asked are ignored. The answers of earlier rounds travel in `requestState`, signed
+(django.core.signing) and bound to the tool or prompt, so a client cannot hand one's state
+to another.
 
 So a tool that asks should ask before it changes anything: what it does before a question
 is done again on every round.
@@ -15,6 +19,7 @@ is done again on every round.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +27,7 @@ from django.core import signing
 
 from mcp_endpoint import jsonrpc
 from mcp_endpoint.jsonrpc import JsonRpcError
+from mcp_endpoint.registry import ClientRequest
 
 SALT = "homehub.mcp.input-rounds"
 
@@ -29,19 +35,20 @@ SALT = "homehub.mcp.input-rounds"
 class InputRequired(Exception):
     """Raised through the tool when it asks something not answered yet."""
 
-    def __init__(self, key: str, method: str, params: dict[str, Any]) -> None:
-        super().__init__(method)
-        self.key, self.method, self.params = key, method, params
+    def __init__(self, requests: dict[str, ClientRequest]) -> None:
+        super().__init__(", ".join(r.method for r in requests.values()))
+        self.requests = requests
 
 
 @dataclass
 class InputRounds:
-    tool: str
-    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
-    asked: int = 0
+    subject: str  # what the state is bound to: a tool's name, or "prompt:<name>"
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict)  # earlier rounds' and this one's
+    used: dict[str, dict[str, Any]] = field(default_factory=dict)  # those a question took: kept on
+    numbered: int = 0
 
     @classmethod
-    def from_params(cls, tool: str, params: dict[str, Any]) -> InputRounds:
+    def from_params(cls, subject: str, params: dict[str, Any]) -> InputRounds:
         """The answers so far: those of earlier rounds (in `requestState`) and this one's."""
         answers: dict[str, dict[str, Any]] = {}
         state = params.get("requestState")
@@ -50,7 +57,7 @@ class InputRounds:
                 kept = signing.loads(state, salt=SALT) if isinstance(state, str) else None
             except signing.BadSignature:
                 kept = None
-            if not isinstance(kept, dict) or kept.get("tool") != tool:
+            if not isinstance(kept, dict) or kept.get("subject") != subject:
                 raise JsonRpcError(
                     jsonrpc.INVALID_PARAMS, "Invalid params: unknown or tampered 'requestState'"
                 )
@@ -62,19 +69,28 @@ class InputRounds:
                     jsonrpc.INVALID_PARAMS, "Invalid params: 'inputResponses' must map keys to result objects"
                 )
             answers.update(responses)
-        return cls(tool, answers)
+        return cls(subject, answers)
 
-    def answer_or_ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        self.asked += 1
-        key = str(self.asked)
-        if key in self.answers:
-            return self.answers[key]
-        raise InputRequired(key, method, params)
+    def answer_or_ask(self, requests: Sequence[ClientRequest]) -> list[dict[str, Any]]:
+        """The answers to `requests`, or InputRequired for those not answered yet."""
+        keyed: list[tuple[str, ClientRequest]] = []
+        for request in requests:
+            if request.key is None:
+                self.numbered += 1
+            keyed.append((request.key or str(self.numbered), request))
+        missing = {key: request for key, request in keyed if key not in self.answers}
+        self.used.update({key: self.answers[key] for key, _ in keyed if key in self.answers})
+        if missing:
+            raise InputRequired(missing)
+        return [self.answers[key] for key, _ in keyed]
 
     def result(self, asked: InputRequired) -> dict[str, Any]:
-        state = signing.dumps({"tool": self.tool, "answers": self.answers}, salt=SALT, compress=True)
+        state = signing.dumps({"subject": self.subject, "answers": self.used}, salt=SALT, compress=True)
         return {
             "resultType": "input_required",
-            "inputRequests": {asked.key: {"method": asked.method, "params": asked.params}},
+            "inputRequests": {
+                key: {"method": request.method, "params": request.params}
+                for key, request in asked.requests.items()
+            },
             "requestState": state,
         }

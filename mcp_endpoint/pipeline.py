@@ -21,7 +21,16 @@ from asgiref.sync import async_to_sync
 
 from mcp_endpoint import metrics, ratelimit
 from mcp_endpoint.input_rounds import InputRequired
-from mcp_endpoint.registry import Caller, Tool, ToolContext, ToolError, ToolRegistry, ToolResult, registry
+from mcp_endpoint.registry import (
+    Caller,
+    MissingClientCapability,
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolRegistry,
+    ToolResult,
+    registry,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +65,8 @@ async def call_tool(
     name: str, arguments: Any, ctx: ToolContext, *, tools: ToolRegistry = registry
 ) -> ToolResult:
     """Call tool `name` for `ctx.caller`. Raises CallRefused when it does not run, and lets
-    InputRequired (a stateless call's question to the client) and cancellation through."""
+    InputRequired (a stateless call's question to the client), MissingClientCapability (a
+    question the client cannot answer: the request fails) and cancellation through."""
     caller = ctx.caller
     tool = tools.get(name) if caller.sees(name) else None  # a tool kept from the caller is unknown to it
     if tool is None:
@@ -74,6 +84,11 @@ async def call_tool(
         outcome = await run_tool(tool, arguments, ctx)
     except InputRequired:  # the client answers and calls again: nothing to audit yet
         metrics.record_call(name, "input_required", caller.interface)
+        raise
+    except MissingClientCapability as missing:  # the call stops there: audited as refused
+        metrics.record_call(name, "missing_capability", caller.interface)
+        refused = ToolResult(is_error=True, text=missing.message)
+        await _observe(tools, caller, tool, arguments, refused, time.perf_counter() - started)
         raise
     elapsed = time.perf_counter() - started
     metrics.record_call(name, "error" if outcome.is_error else "ok", caller.interface, elapsed)
@@ -116,7 +131,7 @@ async def run_tool(tool: Tool, arguments: Any, ctx: ToolContext) -> ToolResult:
             audited=exc.audited,
             reason=exc.reason,
         )
-    except (asyncio.CancelledError, InputRequired):
+    except (asyncio.CancelledError, InputRequired, MissingClientCapability):
         raise
     except Exception:
         logger.exception("tool %s failed", tool.name)

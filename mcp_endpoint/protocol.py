@@ -15,6 +15,7 @@ from typing import Any
 
 from mcp_endpoint import jsonrpc
 from mcp_endpoint.input_rounds import InputRounds
+from mcp_endpoint.jsonrpc import JsonRpcError
 
 HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")  # newest first
 STATELESS_VERSIONS = ("2026-07-28",)
@@ -60,12 +61,30 @@ class RequestContext:
     stateless: bool
     log_level: str | None
     close_stream: CloseStream | None = None
-    input_rounds: InputRounds | None = None  # a stateless tools/call's answers from the client
+    input_rounds: InputRounds | None = None  # a stateless tools/call's or prompts/get's answers so far
 
     @property
     def progress_token(self) -> Any:
         meta = self.params.get("_meta")
         return meta.get("progressToken") if isinstance(meta, dict) else None
+
+
+def stateless_meta(params: Any) -> dict[str, Any]:
+    """The `_meta` of a 2026-07-28 request, which must carry the protocol version and the
+    client's capabilities: -32602 (Invalid params) when it is missing or lacks either, whatever
+    the routing headers say (a header cannot stand in for what the body must carry)."""
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if (
+        not isinstance(meta, dict)
+        or not isinstance(meta.get(META_PROTOCOL_VERSION), str)
+        or not isinstance(meta.get(META_CLIENT_CAPABILITIES), dict)
+    ):
+        raise JsonRpcError(
+            jsonrpc.INVALID_PARAMS,
+            "Invalid params: params._meta must carry the protocol version and the client "
+            f"capabilities ('{META_PROTOCOL_VERSION}', '{META_CLIENT_CAPABILITIES}')",
+        )
+    return meta
 
 
 def cacheable(ctx: RequestContext, result: dict[str, Any], ttl: int = LIST_TTL_MS) -> dict[str, Any]:

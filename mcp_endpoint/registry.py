@@ -15,7 +15,7 @@ from __future__ import annotations
 import inspect
 import json
 import re
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, get_type_hints
 
@@ -25,6 +25,9 @@ from pydantic import BaseModel, ValidationError
 from mcp_endpoint.scopes import scopes as declared_scopes
 
 TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+# An `x-mcp-header` name: an HTTP field-name token (RFC 9110 section 5.1).
+HEADER_TOKEN_RE = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+HEADER_PARAM_TYPES = ("string", "integer", "boolean")
 
 
 @dataclass(frozen=True)
@@ -45,21 +48,53 @@ class Caller:
         return self.tools is None or tool_name in self.tools
 
 
+@dataclass(frozen=True)
+class ClientRequest:
+    """A request a tool sends its client (`sampling/createMessage`, `elicitation/create`,
+    `roots/list`). `key` names it in a stateless call's `inputRequests` (numbered "1", "2"...
+    in the order asked when None); a tool names all its requests or none."""
+
+    method: str
+    params: dict[str, Any]
+    key: str | None = None
+
+
+# MCP's log levels (RFC 5424's severities), least severe first.
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+# What must never reach a client's log: the hub's tokens (`hh_<key id>_<secret>`) and bearer
+# credentials, however a tool came to word them.
+SECRET_RE = re.compile(r"\bhh_[0-9a-f]+_[A-Za-z0-9_-]+|\b[Bb]earer\s+[A-Za-z0-9._~+/=-]+")
+REDACTED = "[redacted]"
+
+
+def redact(data: Any) -> Any:
+    """`data` (a log's JSON) with every secret-looking string part replaced by `[redacted]`."""
+    if isinstance(data, str):
+        return SECRET_RE.sub(REDACTED, data)
+    if isinstance(data, dict):
+        return {key: redact(value) for key, value in data.items()}
+    if isinstance(data, list | tuple):
+        return [redact(value) for value in data]
+    return data
+
+
 ProgressSender = Callable[[float, float | None, str | None], Awaitable[None]]
-LogSender = Callable[[str, Any], Awaitable[None]]
-ClientRequester = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+# Sends one `notifications/message` (level, data, logger name or None for the engine's).
+LogSender = Callable[[str, Any, str | None], Awaitable[None]]
+# Sends requests to the client at once; their results, in the same order.
+ClientRequester = Callable[[Sequence[ClientRequest]], Awaitable[list[dict[str, Any]]]]
 
 
 async def _no_progress(progress: float, total: float | None, message: str | None) -> None:
     return None
 
 
-async def _no_log(level: str, data: Any) -> None:
+async def _no_log(level: str, data: Any, logger: str | None) -> None:
     return None
 
 
-async def _no_client_requests(method: str, params: dict[str, Any]) -> dict[str, Any]:
-    raise ClientRequestError(f"This connection cannot send '{method}' to the client")
+async def _no_client_requests(requests: Sequence[ClientRequest]) -> list[dict[str, Any]]:
+    raise ClientRequestError(f"This connection cannot send '{requests[0].method}' to the client")
 
 
 async def no_close() -> None:
@@ -76,6 +111,11 @@ class ToolContext:
     send_log: LogSender = _no_log
     send_request: ClientRequester = _no_client_requests
     send_close: Callable[[], Awaitable[None]] = no_close
+    # What the client declared it can do (`initialize`, or a stateless request's `_meta`).
+    client_capabilities: Mapping[str, Any] = field(default_factory=dict)
+    # The least severe log level the client wants (its `logging/setLevel`, or a stateless
+    # request's own level); None: it wants no logs.
+    log_level: str | None = None
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
@@ -89,17 +129,50 @@ class ToolContext:
         """The same, from a sync tool running in a worker thread."""
         async_to_sync(self.send_progress)(progress, total, message)
 
-    async def log(self, level: str, data: Any) -> None:
-        """A `notifications/message` to the client, filtered by its `logging/setLevel`."""
-        await self.send_log(level, data)
+    def logs(self, level: str) -> bool:
+        """Whether a log at `level` reaches the client: a tool need not build one that does not."""
+        return (
+            self.log_level is not None
+            and level in LOG_LEVELS
+            and LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.log_level)
+        )
 
-    async def request_client(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def log(self, level: str, data: Any, *, logger: str | None = None) -> None:
+        """A `notifications/message` to the client (`data`: a text or a JSON object; `logger`:
+        what logs, e.g. "homehub.fel"), if it wants `level` (see `logs`). Whatever looks like
+        a token is redacted on the way, but a tool should not log arguments or secrets at all:
+        the client may show its logs to anyone."""
+        if self.logs(level):
+            await self.send_log(level, data, logger)
+
+    def log_sync(self, level: str, data: Any, *, logger: str | None = None) -> None:
+        """The same, from a sync tool running in a worker thread (nothing is done, not even a
+        hop to the event loop, for a level the client does not want)."""
+        if self.logs(level):
+            async_to_sync(self.send_log)(level, data, logger)
+
+    def client_supports(self, capability: str) -> bool:
+        """Whether the client declared `capability` ("sampling", "elicitation", "roots"): a
+        tool that can do without a question asks only the clients that can answer it."""
+        return capability in self.client_capabilities
+
+    async def request_client(
+        self, method: str, params: dict[str, Any], *, key: str | None = None
+    ) -> dict[str, Any]:
         """Send a request to the client in the middle of the call (`sampling/createMessage`,
-        `elicitation/create`) and return its result. Raises ClientRequestError when the
-        client did not declare the capability, answered with an error, or did not answer
-        within MCP_CLIENT_REQUEST_TIMEOUT_SECONDS; left uncaught, it becomes the call's
-        `isError` result."""
-        return await self.send_request(method, params)
+        `elicitation/create`, `roots/list`) and return its result.
+
+        Raises MissingClientCapability when the client did not declare the capability the
+        method needs (the request is answered -32021), and ClientRequestError when the client
+        answered with an error or did not answer within MCP_CLIENT_REQUEST_TIMEOUT_SECONDS
+        (left uncaught, it becomes the call's `isError` result)."""
+        (answer,) = await self.send_request([ClientRequest(method, params, key)])
+        return answer
+
+    async def request_client_all(self, *requests: ClientRequest) -> list[dict[str, Any]]:
+        """Several requests to the client at once, their results in the same order: over a
+        stream they are sent together, and a stateless call asks them all in one round."""
+        return await self.send_request(requests)
 
     async def close_stream(self) -> None:
         """Streamable HTTP: end the response stream of this call now; the call goes on and
@@ -134,6 +207,16 @@ class ToolError(Exception):
 
 class ClientRequestError(ToolError):
     """A request to the client (sampling, elicitation) could not be completed."""
+
+
+class MissingClientCapability(Exception):
+    """A tool needs a request the client did not declare it accepts: not the tool's failure but
+    the request's, answered -32021 (MissingRequiredClientCapability) with the capability."""
+
+    def __init__(self, capability: str, method: str) -> None:
+        self.capability, self.method = capability, method
+        self.message = f"The client did not declare the '{capability}' capability, which '{method}' needs"
+        super().__init__(self.message)
 
 
 @dataclass
@@ -216,6 +299,9 @@ class Tool:
     input_schema: dict[str, Any] = field(default_factory=dict)
     output_schema: dict[str, Any] | None = None
     meta: dict[str, Any] | None = None
+    # Arguments mirrored in `Mcp-Param-<name>` HTTP headers (SEP-2243), by header name: the path
+    # of the argument in `arguments`. Read from the input schema's `x-mcp-header` annotations.
+    header_params: dict[str, tuple[str, ...]] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         if not TOOL_NAME_RE.match(self.name):
@@ -224,6 +310,7 @@ class Tool:
             raise ValueError(f"tool {self.name}: undeclared scope {self.scope!r} (see mcp_endpoint.scopes)")
         if not self.input_schema:
             self.input_schema = _clean_schema(self.input_model.model_json_schema())
+        self.header_params = _header_params(self.name, self.input_schema)
         if self.output_schema is None and self.output_model is not None:
             self.output_schema = _clean_schema(self.output_model.model_json_schema())
         # A plain function runs in a thread; None for a coroutine function, awaited as it is.
@@ -312,6 +399,39 @@ class Tool:
         if isinstance(value, BaseModel):
             value = value.model_dump(mode="json", exclude_none=True)
         return ToolResult(structured=value)
+
+
+def _header_params(tool: str, schema: dict[str, Any]) -> dict[str, tuple[str, ...]]:
+    """The `x-mcp-header` annotations of an input schema (on properties, at any depth of
+    `properties`), checked as SEP-2243 constrains them: a declaration a client must reject
+    is a ValueError here, when the tool is declared."""
+    found: dict[str, tuple[str, ...]] = {}
+
+    def walk(node: dict[str, Any], path: tuple[str, ...]) -> None:
+        properties = node.get("properties")
+        if not isinstance(properties, dict):
+            return
+        for name, sub in properties.items():
+            if not isinstance(sub, dict):
+                continue
+            header = sub.get("x-mcp-header")
+            if header is not None:
+                where = ".".join((*path, name))
+                if not isinstance(header, str) or not HEADER_TOKEN_RE.match(header):
+                    raise ValueError(
+                        f"tool {tool}: x-mcp-header of '{where}' is not an HTTP token: {header!r}"
+                    )
+                if header.lower() in (known.lower() for known in found):
+                    raise ValueError(f"tool {tool}: x-mcp-header {header!r} is declared twice")
+                if sub.get("type") not in HEADER_PARAM_TYPES:
+                    raise ValueError(
+                        f"tool {tool}: x-mcp-header on '{where}' needs a string, integer or boolean"
+                    )
+                found[header] = (*path, name)
+            walk(sub, (*path, name))
+
+    walk(schema, ())
+    return found
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:

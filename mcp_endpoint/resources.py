@@ -11,9 +11,13 @@ dict) is what `uris_for_event` is given.
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from mcp_endpoint.registry import ToolContext
+
+Messages = list[dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -98,12 +102,22 @@ class PromptArgument:
 
 @dataclass
 class Prompt:
+    """A prompt: `render` turns its arguments into messages (in a thread: it may use the ORM);
+    or, for a prompt that asks the client something first, `render_asking` does (on the event
+    loop, with the context a tool gets: `ctx.request_client`, and in a stateless request the
+    same rounds as a tool's, see `input_rounds`). Exactly one of them is given."""
+
     name: str
     description: str
-    render: Callable[[dict[str, str]], list[dict[str, Any]]]  # arguments -> messages; may use the ORM
+    render: Callable[[dict[str, str]], Messages] | None = None
     scope: str = "read"
     arguments: list[PromptArgument] = field(default_factory=list)
     title: str | None = None
+    render_asking: Callable[[dict[str, str], ToolContext], Awaitable[Messages]] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.render is None) == (self.render_asking is None):
+            raise ValueError(f"prompt {self.name}: give either render or render_asking")
 
     def definition(self) -> dict[str, Any]:
         data: dict[str, Any] = {"name": self.name, "description": self.description}

@@ -42,7 +42,6 @@ from mcp_endpoint.protocol import (
     BATCH_VERSION,
     HANDSHAKE_VERSIONS,
     LIST_TTL_MS,
-    META_CLIENT_CAPABILITIES,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
@@ -55,26 +54,29 @@ from mcp_endpoint.protocol import (
     SendOutgoing,
     SessionState,
     cacheable,
+    stateless_meta,
 )
 from mcp_endpoint.registry import (
+    LOG_LEVELS,
     Caller,
     LogSender,
+    MissingClientCapability,
     ProgressSender,
     ToolContext,
     ToolRegistry,
     ToolResult,
     no_close,
+    redact,
     registry,
 )
 from mcp_endpoint.resources import ResourceRegistry, resources
-from mcp_endpoint.session_requests import ClientRequests, quietly
+from mcp_endpoint.session_requests import ClientRequests, missing_capability_error, quietly
 from mcp_endpoint.session_resources import ResourceMethods
 
 logger = logging.getLogger(__name__)
 
 SERVER_NAME = "homehub"
 SERVER_VERSION = "0.1.0"
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 TOOLS_PAGE_SIZE = 100
 
 
@@ -298,12 +300,7 @@ class ServerSession(ClientRequests, ResourceMethods):
         stateless = version is not None
         log_level = self.state.log_level
         if stateless:
-            if not isinstance(version, str) or not isinstance(meta.get(META_CLIENT_CAPABILITIES), dict):
-                raise JsonRpcError(
-                    jsonrpc.INVALID_PARAMS,
-                    "Invalid params: params._meta must carry the protocol version and the client "
-                    f"capabilities ('{META_PROTOCOL_VERSION}', '{META_CLIENT_CAPABILITIES}')",
-                )
+            stateless_meta(params)
             if version not in STATELESS_VERSIONS:
                 raise JsonRpcError(
                     jsonrpc.UNSUPPORTED_PROTOCOL_VERSION,
@@ -433,15 +430,12 @@ class ServerSession(ClientRequests, ResourceMethods):
             )
         if ctx.stateless:
             ctx.input_rounds = InputRounds.from_params(name, ctx.params)
-        tool_ctx = ToolContext(
-            caller=self.caller,
-            send_progress=self._progress_sender(ctx),
-            send_log=self._log_sender(ctx),
-            send_request=lambda method, params: self.request_client(ctx, method, params),
-            send_close=ctx.close_stream or no_close,
-        )
         try:
-            outcome = await call_tool(name, ctx.params.get("arguments"), tool_ctx, tools=self.tools)
+            outcome = await call_tool(
+                name, ctx.params.get("arguments"), self.tool_context(ctx), tools=self.tools
+            )
+        except MissingClientCapability as missing:
+            raise missing_capability_error(missing) from None
         except UnknownTool as refused:
             raise JsonRpcError(jsonrpc.INVALID_PARAMS, refused.message) from None
         except InsufficientScope as refused:
@@ -452,6 +446,18 @@ class ServerSession(ClientRequests, ResourceMethods):
             assert ctx.input_rounds is not None
             return ctx.input_rounds.result(asked)
         return outcome.as_mcp()
+
+    def tool_context(self, ctx: RequestContext) -> ToolContext:
+        """What a tool (or a prompt that asks) running for request `ctx` may use."""
+        return ToolContext(
+            caller=self.caller,
+            send_progress=self._progress_sender(ctx),
+            send_log=self._log_sender(ctx),
+            send_request=lambda requests: self.request_client(ctx, requests),
+            send_close=ctx.close_stream or no_close,
+            client_capabilities=self.client_capabilities(ctx),
+            log_level=ctx.log_level,
+        )
 
     def _progress_sender(self, ctx: RequestContext) -> ProgressSender:
         token = ctx.progress_token
@@ -469,12 +475,11 @@ class ServerSession(ClientRequests, ResourceMethods):
         return send_progress
 
     def _log_sender(self, ctx: RequestContext) -> LogSender:
-        threshold = LOG_LEVELS.index(ctx.log_level) if ctx.log_level else len(LOG_LEVELS)
+        """Logs on the stream of request `ctx` (the ToolContext filters them by level first)."""
 
-        async def send_log(level: str, data: Any) -> None:
-            if level in LOG_LEVELS and LOG_LEVELS.index(level) >= threshold:
-                params = {"level": level, "logger": SERVER_NAME, "data": data}
-                await ctx.notify(jsonrpc.notification("notifications/message", params))
+        async def send_log(level: str, data: Any, logger: str | None) -> None:
+            params = {"level": level, "logger": logger or SERVER_NAME, "data": redact(data)}
+            await ctx.notify(jsonrpc.notification("notifications/message", params))
 
         return send_log
 

@@ -14,14 +14,16 @@ import asyncio
 import logging
 import secrets
 import uuid
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
 from django.conf import settings
 
 from mcp_endpoint import jsonrpc, relay
+from mcp_endpoint.jsonrpc import JsonRpcError
 from mcp_endpoint.protocol import META_CLIENT_CAPABILITIES, RequestContext, Send, SessionState
-from mcp_endpoint.registry import ClientRequestError
+from mcp_endpoint.registry import ClientRequest, ClientRequestError, MissingClientCapability
 
 logger = logging.getLogger(__name__)
 
@@ -43,26 +45,36 @@ class ClientRequests:
     can_ask_client: bool
 
     async def request_client(
-        self, ctx: RequestContext, method: str, params: dict[str, Any]
-    ) -> dict[str, Any]:
-        """Send `method` to the client on the stream of request `ctx` and wait for its answer.
+        self, ctx: RequestContext, requests: Sequence[ClientRequest]
+    ) -> list[dict[str, Any]]:
+        """Send `requests` to the client on the stream of request `ctx`, all at once, and wait
+        for their answers (in the same order).
 
-        The answer comes back through `receive`/`handle` as a JSON-RPC response: on the
+        Each answer comes back through `receive`/`handle` as a JSON-RPC response: on the
         same connection (stdio, WebSocket) or, over HTTP, as another POST to any process,
-        routed here by `relay`.
+        routed here by `relay`. A stateless request asks them through `input_rounds`
+        instead. One that fails withdraws the others.
         """
-        capability = CLIENT_REQUEST_CAPABILITY.get(method)
-        declared = self._client_capabilities(ctx)
-        if capability and capability not in declared:
-            raise ClientRequestError(
-                f"The client did not declare the '{capability}' capability: it does not accept '{method}'"
-            )
+        declared = self.client_capabilities(ctx)
+        for request in requests:
+            capability = CLIENT_REQUEST_CAPABILITY.get(request.method)
+            if capability and capability not in declared:
+                raise MissingClientCapability(capability, request.method)
         if ctx.input_rounds is not None:  # stateless: answered by the client's retry
-            return ctx.input_rounds.answer_or_ask(method, params)
+            return ctx.input_rounds.answer_or_ask(requests)
         if ctx.stateless or not self.can_ask_client:
             raise ClientRequestError(
-                f"Cannot send '{method}' to the client in this request: there is no response stream"
+                f"Cannot send '{requests[0].method}' to the client in this request: there is no "
+                "response stream"
             )
+        asking = [asyncio.ensure_future(self._ask(ctx, r.method, r.params)) for r in requests]
+        try:
+            return list(await asyncio.gather(*asking))
+        finally:
+            for task in asking:  # those still waiting when one failed (or the call was cancelled)
+                task.cancel()
+
+    async def _ask(self, ctx: RequestContext, method: str, params: dict[str, Any]) -> dict[str, Any]:
         request_id = f"hh-{secrets.token_urlsafe(12)}"
         answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
 
@@ -96,7 +108,8 @@ class ClientRequests:
             raise ClientRequestError(f"The client answered '{method}' without a valid result")
         return result
 
-    def _client_capabilities(self, ctx: RequestContext) -> dict[str, Any]:
+    def client_capabilities(self, ctx: RequestContext) -> dict[str, Any]:
+        """What the client of request `ctx` declared it can do."""
         if ctx.stateless:  # every 2026-07-28 request declares them in its _meta
             meta = ctx.params.get("_meta")
             caps = meta.get(META_CLIENT_CAPABILITIES) if isinstance(meta, dict) else None
@@ -121,6 +134,17 @@ class ClientRequests:
         """An HTTP session's answers may reach another process: hear them from there."""
         if self.relay_id is not None:
             await relay.listen()
+
+
+def missing_capability_error(missing: MissingClientCapability) -> JsonRpcError:
+    """-32021: the request needs a capability the client did not declare; `requiredCapabilities`
+    is a ClientCapabilities object naming it (in every era: older revisions define no code for
+    it, and an `isError` result would blame the tool)."""
+    return JsonRpcError(
+        jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY,
+        f"Missing required client capability: {missing.message}",
+        {"requiredCapabilities": {missing.capability: {}}},
+    )
 
 
 async def quietly(send: Send, message: dict[str, Any]) -> None:

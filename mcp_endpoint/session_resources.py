@@ -14,11 +14,13 @@ from typing import Any
 from asgiref.sync import sync_to_async
 
 from mcp_endpoint import jsonrpc
+from mcp_endpoint.input_rounds import InputRequired, InputRounds
 from mcp_endpoint.jsonrpc import JsonRpcError
 from mcp_endpoint.listen import ListenStreams
 from mcp_endpoint.protocol import RequestContext, SessionState, cacheable
-from mcp_endpoint.registry import Caller
-from mcp_endpoint.resources import Prompt, ResourceContents, ResourceNotFound, ResourceRegistry
+from mcp_endpoint.registry import Caller, MissingClientCapability, ToolContext, ToolError
+from mcp_endpoint.resources import Messages, Prompt, ResourceContents, ResourceNotFound, ResourceRegistry
+from mcp_endpoint.session_requests import missing_capability_error
 
 COMPLETION_MAX_VALUES = 100  # the most `completion/complete` may return
 
@@ -33,6 +35,7 @@ class ResourceMethods:
     listens: ListenStreams
     on_subscribe: Callable[[], Awaitable[None]] | None
     listen_for_changes: Callable[[], None]
+    tool_context: Callable[[RequestContext], ToolContext]
     _send_quietly: Callable[[dict[str, Any]], Awaitable[None]]
 
     async def _list_resources(self, ctx: RequestContext) -> dict[str, Any]:
@@ -149,8 +152,30 @@ class ResourceMethods:
             raise JsonRpcError(
                 jsonrpc.INVALID_PARAMS, f"Invalid params: missing prompt arguments: {', '.join(missing)}"
             )
-        messages = await sync_to_async(prompt.render)({k: str(v) for k, v in arguments.items()})
+        texts = {k: str(v) for k, v in arguments.items()}
+        if prompt.render is not None:
+            messages = await sync_to_async(prompt.render)(texts)
+        else:
+            try:
+                messages = await self._render_asking(ctx, prompt, texts)
+            except InputRequired as asked:  # a stateless request: the client answers and asks again
+                assert ctx.input_rounds is not None
+                return ctx.input_rounds.result(asked)
         return {"description": prompt.description, "messages": messages}
+
+    async def _render_asking(
+        self, ctx: RequestContext, prompt: Prompt, arguments: dict[str, str]
+    ) -> Messages:
+        """A prompt that asks the client first; in a stateless request through `input_rounds`."""
+        assert prompt.render_asking is not None
+        if ctx.stateless:
+            ctx.input_rounds = InputRounds.from_params(f"prompt:{prompt.name}", ctx.params)
+        try:
+            return await prompt.render_asking(arguments, self.tool_context(ctx))
+        except MissingClientCapability as missing:
+            raise missing_capability_error(missing) from None
+        except ToolError as failed:  # the client answered with an error, or not in time
+            raise JsonRpcError(jsonrpc.INTERNAL_ERROR, failed.message) from None
 
     async def _complete(self, ctx: RequestContext) -> dict[str, Any]:
         """Suggestions for a prompt argument (its declared `values` that start with what was

@@ -218,31 +218,49 @@ class DeviceGateway:
         self, agent_id: str, tool: str
     ) -> Callable[[DeviceArguments, ToolContext], Awaitable[ToolResult]]:
         async def call_device_tool(args: DeviceArguments, ctx: ToolContext) -> ToolResult:
-            return await as_tool_result(self.call(agent_id, tool, args.model_dump(), ctx.caller))
+            return await as_tool_result(self.call(agent_id, tool, args.model_dump(), ctx.caller, ctx))
 
         return call_device_tool
 
     # --- calls -------------------------------------------------------------------------------
 
-    async def call(self, agent_id: str, tool: str, arguments: dict[str, Any], caller: Caller) -> CallResult:
-        """Run `tool` on the agent's device and audit the call, whatever its outcome."""
+    async def call(
+        self,
+        agent_id: str,
+        tool: str,
+        arguments: dict[str, Any],
+        caller: Caller,
+        ctx: ToolContext | None = None,
+    ) -> CallResult:
+        """Run `tool` on the agent's device and audit the call, whatever its outcome. With the
+        `ctx` of an MCP call, the client hears how it goes (`notifications/message`, logger
+        `homehub.devices`): the call's start and end at debug, a failure or the device's own
+        error at warning; never the arguments, which may hold what only the device should see."""
+        log = _CallLog(ctx, agent_id, tool)
         started = time.perf_counter()
+        await log.note("debug", f"Calling tool '{tool}' of device '{agent_id}'")
         try:
-            result = await self._route(agent_id, tool, arguments)
+            result = await self._route(agent_id, tool, arguments, log)
         except CallFailed as failure:
             await self._audit(
                 caller, agent_id, tool, arguments, started, {"ok": False, "error": failure.message}
             )
+            await log.note("warning", failure.message, failure=failure.kind)
             raise
-        await self._audit(caller, agent_id, tool, arguments, started, {"ok": not result.is_error})
+        ms = await self._audit(caller, agent_id, tool, arguments, started, {"ok": not result.is_error})
+        if result.is_error:
+            await log.note("warning", f"Device '{agent_id}' answered that '{tool}' failed", ms=ms)
+        else:
+            await log.note("debug", f"Device '{agent_id}' answered '{tool}' in {ms:g} ms", ms=ms)
         return result
 
-    async def _route(self, agent_id: str, tool: str, arguments: dict[str, Any]) -> CallResult:
+    async def _route(self, agent_id: str, tool: str, arguments: dict[str, Any], log: _CallLog) -> CallResult:
         link = local_links.get(agent_id)
         agent = self._agents.get(agent_id)
         if link is None or agent is None:
             # Not connected here: the view may lag the database by a feed round, so ask it, as
             # list_agents does (online or not), before routing the call or refusing it.
+            await log.note("debug", f"Device '{agent_id}' is not connected to this process: looking it up")
             await self.refresh([agent_id])
             agent = self._agents.get(agent_id)
         if agent is None:
@@ -252,6 +270,7 @@ class DeviceGateway:
         timeout = agent["call_timeout"]
         if link is not None:
             return await link.serve(tool, arguments, timeout)
+        await log.note("debug", f"Device '{agent_id}' is connected to another process: calling it there")
         layer = channel_layer()
         reply_to = await layer.new_channel()
         await layer.group_send(
@@ -279,7 +298,8 @@ class DeviceGateway:
         arguments: dict[str, Any],
         started: float,
         outcome: dict[str, Any],
-    ) -> None:
+    ) -> float:
+        """Record the call in the audit trail; its duration in milliseconds."""
         outcome["ms"] = round((time.perf_counter() - started) * 1000, 1)
         await arecord_agent_call(
             actor=caller.actor,
@@ -289,6 +309,21 @@ class DeviceGateway:
             arguments=arguments,
             outcome=outcome,
         )
+        return float(outcome["ms"])
+
+
+class _CallLog:
+    """What a device call tells the MCP client that made it (nothing without a ToolContext)."""
+
+    LOGGER = "homehub.devices"
+
+    def __init__(self, ctx: ToolContext | None, agent_id: str, tool: str) -> None:
+        self.ctx, self.agent_id, self.tool = ctx, agent_id, tool
+
+    async def note(self, level: str, message: str, **details: Any) -> None:
+        if self.ctx is not None and self.ctx.logs(level):
+            data = {"message": message, "agent_id": self.agent_id, "tool": self.tool, **details}
+            await self.ctx.log(level, data, logger=self.LOGGER)
 
 
 gateway = DeviceGateway()

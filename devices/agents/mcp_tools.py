@@ -74,4 +74,4 @@ def list_agents(args: NoArguments, ctx: ToolContext) -> AgentList:
 @tool(scope="devices", open_world=True)
 async def call_agent_tool(args: CallAgentToolInput, ctx: ToolContext) -> ToolResult:
     """Calls one tool of an online ESP32 agent and returns the device's answer"""
-    return await as_tool_result(gateway.call(args.agent_id, args.tool, args.arguments, ctx.caller))
+    return await as_tool_result(gateway.call(args.agent_id, args.tool, args.arguments, ctx.caller, ctx))

@@ -15,7 +15,6 @@ This module checks requests, finds sessions and answers POSTs; the SSE response 
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 from collections.abc import Mapping
 from typing import Any, TypeGuard
@@ -33,10 +32,12 @@ from mcp_endpoint.protocol import (
     SUPPORTED_VERSIONS,
     Outgoing,
     SessionState,
+    stateless_meta,
 )
-from mcp_endpoint.registry import Caller
+from mcp_endpoint.registry import Caller, Tool
 from mcp_endpoint.session import ServerSession, too_many_in_flight
 from mcp_endpoint.tokens import aauthenticate, bearer_token, caller_for
+from mcp_endpoint.transports import mirrored_headers
 from mcp_endpoint.transports.asgi_http import (
     AsgiReceive,
     AsgiSend,
@@ -103,31 +104,20 @@ class StreamableHttpApp:
             await self._unauthorized(request, send)
             return
         caller = caller_for(token, INTERFACE)
-        version = request.headers.get("mcp-protocol-version")
-        if version is not None and version not in SUPPORTED_VERSIONS:
-            await respond_json(
-                send,
-                400,
-                jsonrpc.error_response(
-                    None,
-                    JsonRpcError(
-                        jsonrpc.UNSUPPORTED_PROTOCOL_VERSION,
-                        f"Bad Request: unsupported MCP-Protocol-Version {version}",
-                        {"supported": list(SUPPORTED_VERSIONS), "requested": version},
-                    ),
-                ),
-            )
-            return
-        if request.method == "POST":
+        if request.method == "POST":  # checks the version header once it knows the request's id
             await self._post(request, receive, send, token, caller)
-        elif request.method == "GET":
+            return
+        unsupported = _unsupported_version(request.headers)
+        if unsupported is not None:
+            await respond_json(send, 400, jsonrpc.error_response(None, unsupported))
+            return
+        if request.method == "GET":
             await self._get(request, receive, send, token, caller)
         else:
             await self._delete(request, send, token)
 
     async def _unauthorized(self, request: Request, send: AsgiSend) -> None:
-        metadata = request.base_url + RESOURCE_METADATA_PATH
-        challenge = f'Bearer realm="homehub", resource_metadata="{metadata}"'
+        challenge = f'Bearer realm="homehub", resource_metadata="{_resource_metadata(request)}"'
         if request.headers.get("authorization"):
             challenge += ', error="invalid_token", error_description="unknown, revoked or expired token"'
         await respond_json(
@@ -179,59 +169,42 @@ class StreamableHttpApp:
 
         first = message[0] if isinstance(message, list) and message else message
         is_dict = isinstance(first, dict)
+        request_id = first.get("id") if is_dict and jsonrpc.is_valid_id(first.get("id")) else None
+        unsupported = _unsupported_version(headers)
+        if unsupported is not None:
+            await respond_json(send, 400, jsonrpc.error_response(request_id, unsupported))
+            return
         params = first.get("params") if is_dict else None
         meta = params.get("_meta") if isinstance(params, dict) else None
         stateless = headers.get("mcp-protocol-version") in STATELESS_VERSIONS or (
             isinstance(meta, dict) and META_PROTOCOL_VERSION in meta
         )
         if stateless:
-            await self._stateless(receive, send, headers, caller, message)
+            await self._stateless(request, receive, send, caller, message)
             return
 
         if is_dict and first.get("method") == "initialize" and not isinstance(message, list):
-            await self._initialize(send, caller, token, message)
+            await self._initialize(request, send, caller, token, message)
             return
         found = await self._session(headers, send, token)
         if found is None:
             return
         session_id, state = found
         if not _running.take(session_id, settings.MCP_MAX_CONCURRENT_CALLS):
-            request_id = first.get("id") if is_dict and jsonrpc.is_valid_id(first.get("id")) else None
             await respond_json(send, 429, jsonrpc.error_response(request_id, too_many_in_flight()))
             return
         try:
             session = ServerSession(caller, _discard, state=state)
             session.relay_id = session_id
-            await self._answer(send, session, message, session_id)
+            await self._answer(request, send, session, message, session_id)
         finally:
             _running.give_back(session_id)
 
-    @staticmethod
-    def _header_mismatch(headers: dict[str, str], message: dict[str, Any]) -> str | None:
-        """2026-07-28: the routing headers must repeat what the body says."""
-        params = message.get("params")
-        if not isinstance(params, dict):
-            params = {}
-        meta = params.get("_meta")
-        if not isinstance(meta, dict):
-            meta = {}
-        body_version = meta.get(META_PROTOCOL_VERSION)
-        if headers.get("mcp-protocol-version") != body_version:
-            return f"MCP-Protocol-Version header does not match the body's protocol version {body_version!r}"
-        method = message.get("method")
-        if headers.get("mcp-method") != method:
-            return f"Mcp-Method header {headers.get('mcp-method')!r} does not match body method {method!r}"
-        field = NAME_BEARING.get(method) if isinstance(method, str) else None
-        if field and field in params:
-            header = _decode_header_value(headers.get("mcp-name"))
-            if header != params[field]:
-                return f"Mcp-Name header {header!r} does not match body {field} {params[field]!r}"
-        return None
-
     async def _stateless(
-        self, receive: AsgiReceive, send: AsgiSend, headers: dict[str, str], caller: Caller, message: Any
+        self, request: Request, receive: AsgiReceive, send: AsgiSend, caller: Caller, message: Any
     ) -> None:
         """A 2026-07-28 request: no session; protocol errors carry their HTTP status."""
+        headers = request.headers
         if not isinstance(message, dict) or "method" not in message:
             error = JsonRpcError(
                 jsonrpc.INVALID_REQUEST,
@@ -239,12 +212,19 @@ class StreamableHttpApp:
             )
             await respond_json(send, 400, jsonrpc.error_response(None, error))
             return
-        mismatch = self._header_mismatch(headers, message)
+        if "id" in message:  # what the body must carry comes before comparing headers with it
+            try:
+                stateless_meta(message.get("params"))
+            except JsonRpcError as exc:
+                request_id = message["id"] if jsonrpc.is_valid_id(message["id"]) else None
+                await respond_json(send, 400, jsonrpc.error_response(request_id, exc))
+                return
+        session = ServerSession(caller, _discard)
+        mismatch = mirrored_headers.mismatch(headers, message, self._called_tool(session, message))
         if mismatch:
             error = JsonRpcError(jsonrpc.HEADER_MISMATCH, f"Header mismatch: {mismatch}")
             await respond_json(send, 400, jsonrpc.error_response(message.get("id"), error))
             return
-        session = ServerSession(caller, _discard)
         if "id" not in message:
             await session.handle(message)
             await respond(send, 202)
@@ -256,15 +236,28 @@ class StreamableHttpApp:
             response = await session.handle(message, notify=stream.event)
         code = response.get("error", {}).get("code") if isinstance(response, dict) else None
         status = STATELESS_ERROR_STATUS.get(code) if isinstance(code, int) else None
-        if not stream.started and (status is not None or settings.MCP_HTTP_JSON_RESPONSE):
+        if not stream.started and _forbidden(response):
+            await respond_json(send, 403, response, [_insufficient_scope(request, response)])
+        elif not stream.started and (status is not None or settings.MCP_HTTP_JSON_RESPONSE):
             await respond_json(send, status or 200, response)
         elif response is not None:
             await stream.event(response, last=True)
         else:
             await stream.finish()
 
+    @staticmethod
+    def _called_tool(session: ServerSession, message: dict[str, Any]) -> Tool | None:
+        """The tool a `tools/call` names, when the caller may see it (its `Mcp-Param-*`
+        headers are checked; another's would tell that it exists)."""
+        params = message.get("params")
+        name = params.get("name") if isinstance(params, dict) else None
+        if message.get("method") != "tools/call" or not isinstance(name, str):
+            return None
+        tool = session.tools.get(name)
+        return tool if tool is not None and tool.scope in session.caller.scopes else None
+
     async def _initialize(
-        self, send: AsgiSend, caller: Caller, token: AccessToken, message: dict[str, Any]
+        self, request: Request, send: AsgiSend, caller: Caller, token: AccessToken, message: dict[str, Any]
     ) -> None:
         session = ServerSession(caller, _discard)
         response = await session.handle(message)
@@ -276,9 +269,13 @@ class StreamableHttpApp:
         if isinstance(response, dict) and "result" in response:
             session_id = await acreate_session(token, session.state)
             extra.append(("mcp-session-id", session_id))
-        await self._send_response(send, response, extra, priming=primes(session.state.protocol_version))
+        await self._send_response(
+            request, send, response, extra, priming=primes(session.state.protocol_version)
+        )
 
-    async def _answer(self, send: AsgiSend, session: ServerSession, message: Any, session_id: str) -> None:
+    async def _answer(
+        self, request: Request, send: AsgiSend, session: ServerSession, message: Any, session_id: str
+    ) -> None:
         """Handle a message; stream notifications, requests to the client and the response
         back on this request. A stream the tool cuts off mid-call ends this request; the
         call goes on and its events are kept for a GET resuming the stream."""
@@ -300,11 +297,13 @@ class StreamableHttpApp:
             if response is None:
                 await respond(send, 202, headers=extra)
             else:
-                await self._send_response(send, response, extra)
+                await self._send_response(request, send, response, extra)
             return
         stream = SseStream(send, extra, priming=primes(session.state.protocol_version), session_id=session_id)
         cut_off = stream.watch_cut_off()
-        work = asyncio.ensure_future(self._stream_answer(send, session, message, stream, session_id, before))
+        work = asyncio.ensure_future(
+            self._stream_answer(request, send, session, message, stream, session_id, before)
+        )
         try:
             await asyncio.wait({work, cut_off}, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
@@ -317,6 +316,7 @@ class StreamableHttpApp:
 
     async def _stream_answer(
         self,
+        request: Request,
         send: AsgiSend,
         session: ServerSession,
         message: Any,
@@ -328,7 +328,7 @@ class StreamableHttpApp:
         response = await session.handle_cancellable(message, notify=stream.event, close_stream=stream.close)
         await _finish_session(session, session_id, before)
         if not stream.started and _forbidden(response):
-            await self._send_response(send, response, extra)
+            await self._send_response(request, send, response, extra)
         elif response is None:  # cancelled
             if stream.started:
                 await stream.finish()
@@ -338,15 +338,16 @@ class StreamableHttpApp:
             await stream.event(response, last=True)
 
     async def _send_response(
-        self, send: AsgiSend, response: Outgoing, extra: list[tuple[str, str]], *, priming: bool = True
+        self,
+        request: Request,
+        send: AsgiSend,
+        response: Outgoing,
+        extra: list[tuple[str, str]],
+        *,
+        priming: bool = True,
     ) -> None:
         if _forbidden(response):
-            scope = (response["error"].get("data") or {}).get("requiredScope", "")
-            extra = [
-                *extra,
-                ("www-authenticate", f'Bearer error="insufficient_scope", scope="{scope}"'),
-            ]
-            await respond_json(send, 403, response, extra)
+            await respond_json(send, 403, response, [*extra, _insufficient_scope(request, response)])
             return
         if settings.MCP_HTTP_JSON_RESPONSE:
             await respond_json(send, 200, response, extra)
@@ -409,7 +410,6 @@ class StreamableHttpApp:
         return session_id, state
 
 
-NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 # HTTP status of each protocol error on a stateless (2026-07-28) request.
 STATELESS_ERROR_STATUS = {
     jsonrpc.PARSE_ERROR: 400,
@@ -423,14 +423,31 @@ STATELESS_ERROR_STATUS = {
 }
 
 
-def _decode_header_value(value: str | None) -> str | None:
-    """Header values that are not plain ASCII travel as `=?base64?<utf-8 base64>?=`."""
-    if value and value.startswith("=?base64?") and value.endswith("?="):
-        try:
-            return base64.b64decode(value[9:-2], validate=True).decode()
-        except (ValueError, UnicodeDecodeError):
-            return None
-    return value
+def _unsupported_version(headers: dict[str, str]) -> JsonRpcError | None:
+    """The error for an MCP-Protocol-Version header this hub does not speak (None if it does, or
+    there is none)."""
+    version = headers.get("mcp-protocol-version")
+    if version is None or version in SUPPORTED_VERSIONS:
+        return None
+    return JsonRpcError(
+        jsonrpc.UNSUPPORTED_PROTOCOL_VERSION,
+        f"Bad Request: unsupported MCP-Protocol-Version {version}",
+        {"supported": list(SUPPORTED_VERSIONS), "requested": version},
+    )
+
+
+def _resource_metadata(request: Request) -> str:
+    """Where the protected-resource metadata (RFC 9728) of this `/mcp` is."""
+    return request.base_url + RESOURCE_METADATA_PATH
+
+
+def _insufficient_scope(request: Request, response: dict[str, Any]) -> tuple[str, str]:
+    """The challenge of a 403 for a token without the scope a tool needs (RFC 6750 3.1, with
+    RFC 9728's `resource_metadata`), in either era."""
+    scope = (response["error"].get("data") or {}).get("requiredScope", "")
+    metadata = _resource_metadata(request)
+    challenge = f'Bearer error="insufficient_scope", scope="{scope}", resource_metadata="{metadata}"'
+    return ("www-authenticate", challenge)
 
 
 def _forbidden(response: Any) -> TypeGuard[dict[str, Any]]:

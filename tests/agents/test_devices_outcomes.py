@@ -259,3 +259,48 @@ def test_rest_and_dashboard_calls_go_through_the_one_pipeline(client, staff_clie
     )
     staff_client.post("/devices/", {"agent_id": AGENT, "tool": TOOL}, HTTP_ACCEPT="application/json")
     assert (counted("rest"), counted("dashboard")) == (before[0] + 1, before[1] + 1)
+
+
+def _call_logs(level: str | None, arguments: dict | None = None) -> tuple[dict, list[dict]]:
+    """A device call through an MCP session whose client asked for logs from `level` (None: no
+    logging/setLevel): the answer, and the `notifications/message` it heard."""
+
+    async def scenario():
+        peer = Peer()
+        await peer.initialize()
+        if level:
+            await peer.request("logging/setLevel", {"level": level})
+        answer = await peer.call(
+            "call_agent_tool", {"agent_id": AGENT, "tool": TOOL, "arguments": arguments or {}}
+        )
+        return answer, [m["params"] for m in peer.sent if m.get("method") == "notifications/message"]
+
+    return async_to_sync(scenario)()
+
+
+def test_a_device_call_tells_the_client_how_it_goes(db, device_as):
+    device_as("answer")
+    secret = {"wifi_password": "s3cr3t-do-not-log"}
+    answer, logs = _call_logs("debug", secret)
+    assert answer["result"]["isError"] is False
+    assert [(log["level"], log["logger"]) for log in logs] == [("debug", "homehub.devices")] * 2
+    assert logs[0]["data"] == {
+        "message": f"Calling tool '{TOOL}' of device '{AGENT}'",
+        "agent_id": AGENT,
+        "tool": TOOL,
+    }
+    assert logs[1]["data"]["message"].startswith(f"Device '{AGENT}' answered '{TOOL}' in ")
+    assert "s3cr3t" not in str(logs)  # the arguments are never logged
+    assert _call_logs(None)[1] == [] and _call_logs("info")[1] == []
+
+
+@pytest.mark.parametrize("state", ["error", "offline"])
+def test_a_failed_device_call_is_a_warning(db, device_as, state):
+    device_as(state)
+    _, logs = _call_logs("debug")
+    warnings = [log["data"] for log in logs if log["level"] == "warning"]
+    assert len(warnings) == 1 and FAILING[state][1] in warnings[0]["message"]
+    assert warnings[0]["failure"] == FAILING[state][0].kind
+    if state == "offline":  # not connected to this process: looked up first
+        assert any("looking it up" in log["data"]["message"] for log in logs if log["level"] == "debug")
+    assert [log["level"] for log in _call_logs("warning")[1]] == ["warning"]

@@ -1,11 +1,18 @@
 """The fixture tools, resources and prompts of the MCP conformance suite's server scenarios
-(`@modelcontextprotocol/conformance`, pinned in tests/conformance/package.json), declared
-through HomeHub's own registries, with the names and behaviour each scenario asks for.
+(`@modelcontextprotocol/conformance`, both lines pinned in tests/conformance/package.json),
+declared through HomeHub's own registries, with the names and behaviour each scenario asks
+for.
 
 The server-to-client fixtures (`test_sampling`, `test_elicitation`,
 `test_elicitation_sep1034_defaults`, `test_elicitation_sep1330_enums`) ask the client
 through `ToolContext.request_client`; `test_reconnection` closes its POST stream mid-call
 so that its result arrives on a GET resumed with `Last-Event-ID`.
+
+The 0.2 line's 2026-07-28 scenarios add diagnostic tools: `test_missing_capability`,
+`test_streaming_elicitation`, `test_logging_tool` and `test_trigger_tool_change`
+(`server-stateless`), and the multi-round-trip tools and prompt
+`test_input_required_result_*` (SEP-2322, `input-required-result-*`), whose questions carry
+the keys the scenarios name.
 """
 
 from __future__ import annotations
@@ -16,9 +23,9 @@ import json
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
-from mcp_endpoint.registry import Tool, ToolContext, ToolError, ToolResult, registry, tool
+from mcp_endpoint.registry import ClientRequest, Tool, ToolContext, ToolError, ToolResult, registry, tool
 from mcp_endpoint.resources import (
     Prompt,
     PromptArgument,
@@ -255,15 +262,204 @@ registry.register(
             "type": "object",
             "$defs": {
                 "address": {
+                    "$anchor": "addressDef",
                     "type": "object",
                     "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
                 }
             },
-            "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+            "properties": {
+                "name": {"type": "string"},
+                "address": {"$ref": "#/$defs/address"},
+                "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                "phone": {"type": "string"},
+                "email": {"type": "string"},
+            },
+            # SEP-2106's composition and conditional keywords (the 0.2 line checks them).
+            "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+            "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+            "then": {"required": ["phone"]},
+            "else": {"required": ["email"]},
             "additionalProperties": False,
         },
     )
 )
+
+
+# --- diagnostic tools of server-stateless (0.2 line, 2026-07-28) ---------------------------
+
+
+@tool(scope="read", read_only=True)
+async def test_missing_capability(args: NoArguments, ctx: ToolContext) -> ToolResult:
+    """Needs sampling: a client that did not declare it gets -32021 (conformance diagnostic)."""
+    answer = await ctx.request_client(
+        "sampling/createMessage", {"messages": [{"role": "user", "content": _text("Hi")}], "maxTokens": 10}
+    )
+    return ToolResult(content=[_text(f"LLM response: {answer.get('content')}")])
+
+
+@tool(scope="read", read_only=True)
+async def test_streaming_elicitation(args: NoArguments, ctx: ToolContext) -> ToolResult:
+    """Reports progress, then asks the user something (conformance diagnostic: a stateless
+    response stream carries no request of its own, the question comes as input_required)."""
+    await ctx.report_progress(0, 1)
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+    answer = await ctx.request_client(
+        "elicitation/create", {"message": "Anything?", "requestedSchema": schema}
+    )
+    return ToolResult(content=[_text(f"User response: {_elicitation_text(answer)}")])
+
+
+@tool(scope="read", read_only=True)
+async def test_logging_tool(args: NoArguments, ctx: ToolContext) -> ToolResult:
+    """Logs at three levels (conformance diagnostic: no log reaches a client that set no level)."""
+    for level in ("debug", "info", "warning"):
+        await ctx.log(level, f"test_logging_tool at {level}")
+    return ToolResult(content=[_text("Logged at debug, info and warning")])
+
+
+class ComingAndGoing:
+    """A tool provider whose one tool `test_dynamic_tool` comes and goes with each call of
+    `test_trigger_tool_change`, so that the tool set really changes."""
+
+    def __init__(self) -> None:
+        self.present = False
+        self.dynamic = Tool.from_function(test_simple_text, scope="read", name="test_dynamic_tool")
+
+    def tools(self) -> list[Tool]:
+        return [self.dynamic] if self.present else []
+
+    def tool(self, name: str) -> Tool | None:
+        return self.dynamic if self.present and name == self.dynamic.name else None
+
+
+coming_and_going = ComingAndGoing()
+registry.add_provider(coming_and_going)
+
+
+@tool(scope="read")
+def test_trigger_tool_change(args: NoArguments, ctx: ToolContext) -> ToolResult:
+    """Adds or removes `test_dynamic_tool` (conformance diagnostic: listen streams hear
+    `notifications/tools/list_changed`)."""
+    coming_and_going.present = not coming_and_going.present
+    registry.notify_changed()
+    state = "added" if coming_and_going.present else "removed"
+    return ToolResult(content=[_text(f"test_dynamic_tool {state}")])
+
+
+# --- custom headers from tool parameters (SEP-2243, 0.2 line, 2026-07-28) ------------------
+
+
+class Routed(BaseModel):
+    region: str = Field(json_schema_extra={"x-mcp-header": "Region"})
+    note: str = ""
+
+
+@tool(scope="read", read_only=True)
+def test_mcp_param_header(args: Routed, ctx: ToolContext) -> ToolResult:
+    """Echoes its region, which clients mirror in an `Mcp-Param-Region` header (conformance
+    fixture, SEP-2243: the hub checks the header against the argument)."""
+    return ToolResult(content=[_text(f"Region: {args.region}")])
+
+
+# --- multi-round-trip requests (SEP-2322, 0.2 line, 2026-07-28) ----------------------------
+
+
+def _asking(message: str, field: str, kind: str = "string") -> dict[str, Any]:
+    schema = {"type": "object", "properties": {field: {"type": kind}}, "required": [field]}
+    return {"message": message, "requestedSchema": schema}
+
+
+def _sampling(text: str, max_tokens: int) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": _text(text)}], "maxTokens": max_tokens}
+
+
+def _content(answer: dict[str, Any], field: str) -> Any:
+    content = answer.get("content")
+    return content.get(field) if isinstance(content, dict) else None
+
+
+@tool(scope="read", read_only=True)
+async def test_input_required_result_elicitation(args: NoArguments, ctx: ToolContext) -> ToolResult:
+    """Asks the user's name, then greets them (conformance fixture, SEP-2322)."""
+    answer = await ctx.request_client(
+        "elicitation/create", _asking("What is your name?", "name"), key="user_name"
+    )
+    return ToolResult(content=[_text(f"Hello, {_content(answer, 'name')}!")])
+
+
+@tool(scope="read", read_only=True)
+async def test_input_required_result_sampling(args: NoArguments, ctx: ToolContext) -> ToolResult:
+    """Asks the client's model a question (conformance fixture, SEP-2322)."""
+    answer = await ctx.request_client(
+        "sampling/createMessage", _sampling("What is the capital of France?", 100), key="capital_question"
+    )
+    return ToolResult(content=[_text(f"LLM response: {_content(answer, 'text')}")])
+
+
+@tool(scope="read", read_only=True)
+async def test_input_required_result_list_roots(args: NoArguments, ctx: ToolContext) -> ToolResult:
+    """Asks the client's roots (conformance fixture, SEP-2322)."""
+    answer = await ctx.request_client("roots/list", {}, key="client_roots")
+    roots = answer.get("roots") if isinstance(answer.get("roots"), list) else []
+    uris = ", ".join(str(root.get("uri")) for root in roots if isinstance(root, dict))
+    return ToolResult(content=[_text(f"Client roots: {uris}")])
+
+
+@tool(scope="read", read_only=True)
+async def test_input_required_result_request_state(args: NoArguments, ctx: ToolContext) -> ToolResult:
+    """Asks for a confirmation; the answer it finishes with came through the signed
+    requestState round trip (conformance fixture, SEP-2322)."""
+    answer = await ctx.request_client(
+        "elicitation/create", _asking("Please confirm", "ok", "boolean"), key="confirm"
+    )
+    return ToolResult(content=[_text(f"state-ok: confirmed={_content(answer, 'ok')}")])
+
+
+@tool(scope="read", read_only=True)
+async def test_input_required_result_multiple_inputs(args: NoArguments, ctx: ToolContext) -> ToolResult:
+    """Asks three things at once: a name, a greeting and the roots (conformance fixture, SEP-2322)."""
+    name, greeting, roots = await ctx.request_client_all(
+        ClientRequest("elicitation/create", _asking("What is your name?", "name"), "user_name"),
+        ClientRequest("sampling/createMessage", _sampling("Generate a greeting", 50), "greeting"),
+        ClientRequest("roots/list", {}, "client_roots"),
+    )
+    count = len(roots.get("roots") or [])
+    return ToolResult(
+        content=[_text(f"{_content(greeting, 'text')} {_content(name, 'name')} ({count} roots)")]
+    )
+
+
+@tool(scope="read", read_only=True)
+async def test_input_required_result_multi_round(args: NoArguments, ctx: ToolContext) -> ToolResult:
+    """Asks a name, then a colour: two rounds (conformance fixture, SEP-2322)."""
+    name = await ctx.request_client(
+        "elicitation/create", _asking("Step 1: What is your name?", "name"), key="step1"
+    )
+    color = await ctx.request_client(
+        "elicitation/create", _asking("Step 2: What is your favorite color?", "color"), key="step2"
+    )
+    return ToolResult(content=[_text(f"{_content(name, 'name')} likes {_content(color, 'color')}")])
+
+
+@tool(scope="read", read_only=True)
+async def test_input_required_result_tampered_state(args: NoArguments, ctx: ToolContext) -> ToolResult:
+    """Asks for a confirmation; a forged requestState is refused (conformance fixture, SEP-2322)."""
+    answer = await ctx.request_client(
+        "elicitation/create", _asking("Please confirm", "ok", "boolean"), key="confirm"
+    )
+    return ToolResult(content=[_text(f"confirmed={_content(answer, 'ok')}")])
+
+
+@tool(scope="read", read_only=True)
+async def test_input_required_result_capabilities(args: NoArguments, ctx: ToolContext) -> ToolResult:
+    """Asks only what the client declared it can answer (conformance fixture, SEP-2322)."""
+    asks = []
+    if ctx.client_supports("sampling"):
+        asks.append(ClientRequest("sampling/createMessage", _sampling("Say hi", 10), "greeting"))
+    if ctx.client_supports("elicitation"):
+        asks.append(ClientRequest("elicitation/create", _asking("What is your name?", "name"), "user_name"))
+    answers = await ctx.request_client_all(*asks) if asks else []
+    return ToolResult(content=[_text(f"{len(answers)} answers")])
 
 
 # --- resources -----------------------------------------------------------------------------
@@ -357,6 +553,22 @@ resources.add_prompt(
             _user(_text("Please process the embedded resource above.")),
         ],
         arguments=[PromptArgument("resourceUri", "URI of the resource to embed", required=True)],
+    )
+)
+
+
+async def _render_with_context(arguments: dict[str, str], ctx: ToolContext) -> list[dict[str, Any]]:
+    answer = await ctx.request_client(
+        "elicitation/create", _asking("What context should the prompt use?", "context"), key="user_context"
+    )
+    return [_user(_text(f"Use this context: {_content(answer, 'context')}"))]
+
+
+resources.add_prompt(
+    Prompt(
+        name="test_input_required_result_prompt",
+        description="A prompt that asks the user for context first (SEP-2322)",
+        render_asking=_render_with_context,
     )
 )
 resources.add_prompt(

@@ -4,12 +4,14 @@ import hashlib
 import json
 
 import pytest
+from asgiref.sync import async_to_sync
 from PIL import Image
 from pypdf import PdfReader
 
 from fel.models import Invoice
 from mcp_endpoint.registry import ToolError
 from tests.fel_support import call, make_root
+from tests.mcp_helpers import Peer
 
 pytestmark = pytest.mark.django_db
 
@@ -150,6 +152,64 @@ def test_batch_of_the_samples_in_process(root, settings):
     manifest = json.loads((root / "out" / "manifest.json").read_text())
     no_pdf = [e for e in manifest["files"] if e["pdf"] is None]
     assert len(no_pdf) == 1 and "NITEmisor" in " ".join(no_pdf[0]["issues"])
+
+
+def _batch_over_mcp(meta_or_level: dict | str | None) -> tuple[dict, list[dict]]:
+    """fel_batch of data/lote through an MCP session: a handshake-era client that set the level
+    (str), a stateless request's `_meta` (dict), or a client that asked for no logs (None).
+    The answer and the `notifications/message` it heard."""
+
+    async def scenario():
+        peer = Peer()
+        params: dict = {}
+        if isinstance(meta_or_level, dict):
+            params["_meta"] = meta_or_level
+        else:
+            await peer.initialize()
+            if meta_or_level:
+                await peer.request("logging/setLevel", {"level": meta_or_level})
+        answer = await peer.call("fel_batch", {"dir_xml": "data/lote", "out_dir": "data/lote_out"}, **params)
+        return answer, [m["params"] for m in peer.sent if m.get("method") == "notifications/message"]
+
+    return async_to_sync(scenario)()
+
+
+def test_a_batch_logs_each_file_and_its_problems_at_the_level_asked(root, settings):
+    settings.FEL_BATCH_WORKERS = 1
+    folder = root / "lote"
+    folder.mkdir()
+    good = "fact_sat_1item-servicio_receptor-empresa.xml"
+    (folder / good).write_bytes((root / "xml" / good).read_bytes())
+    (folder / "roto.xml").write_text("<dte:GTDocumento")
+
+    answer, logs = _batch_over_mcp("debug")
+    assert answer["result"]["isError"] is False
+    assert {log["logger"] for log in logs} == {"homehub.fel"}
+    assert [(log["level"], log["data"]["message"]) for log in logs] == [
+        ("info", "Lote iniciado"),
+        ("debug", "Procesado"),
+        ("warning", "Con inconsistencias"),
+        ("info", "Lote terminado"),
+    ]
+    assert logs[1]["data"]["xml"] == f"data/lote/{good}"
+    assert logs[2]["data"]["xml"] == "data/lote/roto.xml" and "mal formado" in " ".join(
+        logs[2]["data"]["issues"]
+    )
+    assert logs[3]["data"] == {
+        "message": "Lote terminado",
+        "count": 2,
+        "invalid": 1,
+        "manifest_path": "data/lote_out/manifest.json",
+    }
+    assert [log["data"]["message"] for log in _batch_over_mcp("warning")[1]] == ["Con inconsistencias"]
+    assert _batch_over_mcp(None)[1] == []
+    # A stateless request asks for its own level in its _meta, or for none.
+    stateless = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    assert len(_batch_over_mcp({**stateless, "io.modelcontextprotocol/logLevel": "info"})[1]) == 3
+    assert _batch_over_mcp(stateless)[1] == []
 
 
 def test_pdf_is_a_real_pdf_image(root, tmp_path):

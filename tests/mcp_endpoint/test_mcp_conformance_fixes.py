@@ -4,10 +4,12 @@ non-JSON resource contents, `completion/complete`, and DNS rebinding through the
 import base64
 import json
 
+import pytest
 from asgiref.sync import async_to_sync
+from pydantic import BaseModel, Field
 
 from mcp_endpoint import jsonrpc
-from mcp_endpoint.registry import Caller
+from mcp_endpoint.registry import Caller, Tool, ToolContext
 from mcp_endpoint.resources import (
     Prompt,
     PromptArgument,
@@ -17,6 +19,7 @@ from mcp_endpoint.resources import (
     ResourceRegistry,
 )
 from mcp_endpoint.session import ServerSession
+from mcp_endpoint.transports import mirrored_headers
 from mcp_endpoint.transports.asgi_http import host_allowed, origin_allowed
 from mcp_endpoint.transports.http import StreamableHttpApp
 
@@ -157,3 +160,169 @@ def test_an_initialize_notification_is_accepted_without_a_session(make_token):
     assert sent[0]["status"] == 202
     assert b"mcp-session-id" not in dict(sent[0]["headers"])
     assert sent[1]["body"] == b""
+
+
+# --- found by the 0.2 line at 2026-07-28 (server-stateless) ---------------------------------
+
+
+def _post_app(token: str, body: dict, **headers: str) -> tuple[int, dict[str, str], dict]:
+    """POST `body` to a `StreamableHttpApp` in this process: status, headers, JSON body."""
+    sent = []
+
+    async def receive():
+        return {"type": "http.request", "body": json.dumps(body).encode(), "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    raw = {
+        "host": "127.0.0.1",
+        "authorization": f"Bearer {token}",
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        **{name.replace("_", "-"): value for name, value in headers.items()},
+    }
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/mcp",
+        "headers": [(k.encode(), v.encode()) for k, v in raw.items()],
+    }
+    async_to_sync(StreamableHttpApp())(scope, receive, send)
+    answer_headers = {k.decode(): v.decode() for k, v in sent[0]["headers"]}
+    text = b"".join(m.get("body", b"") for m in sent[1:]).decode()
+    if answer_headers["content-type"].startswith("text/event-stream"):  # the last event's data
+        return sent[0]["status"], answer_headers, json.loads(text.split("data: ")[-1])
+    return sent[0]["status"], answer_headers, json.loads(text)
+
+
+STATELESS = "2026-07-28"
+CAPS = {"io.modelcontextprotocol/clientCapabilities": {}}
+
+
+def test_a_stateless_request_missing_its_meta_is_invalid_params_not_a_header_mismatch(make_token):
+    """The headers say 2026-07-28 but the body lacks `_meta`, or what `_meta` must carry: the
+    body is wrong, so -32602 (400) with the request's id, before headers are compared with it."""
+    token = make_token()
+    headers = {"mcp_protocol_version": STATELESS, "mcp_method": "server/discover"}
+    version = {"io.modelcontextprotocol/protocolVersion": STATELESS}
+    for rpc_id, params in ((101, {}), (102, {"_meta": CAPS}), (104, {"_meta": version})):
+        request = {"jsonrpc": "2.0", "id": rpc_id, "method": "server/discover", "params": params}
+        status, _, body = _post_app(token, request, **headers)
+        assert (status, body["id"], body["error"]["code"]) == (400, rpc_id, jsonrpc.INVALID_PARAMS)
+    # With a whole `_meta`, a header that disagrees with it is still a header mismatch.
+    other = {"_meta": {**CAPS, "io.modelcontextprotocol/protocolVersion": "2025-11-25"}}
+    request = {"jsonrpc": "2.0", "id": 105, "method": "server/discover", "params": other}
+    status, _, body = _post_app(token, request, **headers)
+    assert (status, body["id"], body["error"]["code"]) == (400, 105, jsonrpc.HEADER_MISMATCH)
+
+
+def test_the_unsupported_version_error_carries_the_requests_id(make_token):
+    token = make_token()
+    meta = {**CAPS, "io.modelcontextprotocol/protocolVersion": "v999.0.0"}
+    request = {"jsonrpc": "2.0", "id": 301, "method": "server/discover", "params": {"_meta": meta}}
+    status, _, body = _post_app(token, request, mcp_protocol_version="v999.0.0", mcp_method="server/discover")
+    assert (status, body["id"], body["error"]["code"]) == (400, 301, jsonrpc.UNSUPPORTED_PROTOCOL_VERSION)
+    assert body["error"]["data"]["requested"] == "v999.0.0"
+    assert STATELESS in body["error"]["data"]["supported"]
+
+
+def test_a_stateless_insufficient_scope_answer_carries_its_challenge(make_token):
+    """403 for a token without the tool's scope says so in `WWW-Authenticate` in both eras
+    (RFC 6750's insufficient_scope, the scope needed, RFC 9728's resource metadata)."""
+    reader = make_token(scopes=["read"], name="reader")
+    meta = {**CAPS, "io.modelcontextprotocol/protocolVersion": STATELESS}
+    params = {"name": "set_light_state", "arguments": {"name": "salon", "on": True}, "_meta": meta}
+    request = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params}
+    status, headers, body = _post_app(
+        reader, request, mcp_protocol_version=STATELESS, mcp_method="tools/call", mcp_name="set_light_state"
+    )
+    assert (status, body["id"], body["error"]["code"]) == (403, 7, jsonrpc.FORBIDDEN)
+    assert headers["www-authenticate"] == (
+        'Bearer error="insufficient_scope", scope="control", '
+        'resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource/mcp"'
+    )
+
+
+# --- found by the 0.2 line at 2026-07-28 (http-custom-header-server-validation) ----------------
+
+
+class Routed(BaseModel):
+    region: str = Field(json_schema_extra={"x-mcp-header": "Region"})
+    floor: int | None = Field(default=None, json_schema_extra={"x-mcp-header": "Floor", "type": "integer"})
+    note: str = ""
+
+
+def _routed_tool() -> Tool:
+    def routed(args: Routed, ctx: ToolContext) -> dict:
+        return {"region": args.region}
+
+    return Tool.from_function(routed, scope="read")
+
+
+def _headers(**values: str) -> dict[str, str]:
+    base = {"mcp-protocol-version": STATELESS, "mcp-method": "tools/call", "mcp-name": "routed"}
+    return {**base, **{f"mcp-param-{k}": v for k, v in values.items()}}
+
+
+def _call_routed(**arguments) -> dict:
+    meta = {**CAPS, "io.modelcontextprotocol/protocolVersion": STATELESS}
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "routed", "arguments": arguments, "_meta": meta},
+    }
+
+
+def test_x_mcp_header_arguments_are_read_from_the_schema_and_checked_when_declared():
+    assert _routed_tool().header_params == {"Region": ("region",), "Floor": ("floor",)}
+
+    def declare(extra: dict) -> None:
+        class Bad(BaseModel):
+            where: dict = Field(json_schema_extra=extra)
+
+        def bad(args: Bad, ctx: ToolContext) -> dict:
+            return {}
+
+        Tool.from_function(bad, scope="read")
+
+    with pytest.raises(ValueError, match="not an HTTP token"):
+        declare({"x-mcp-header": "Bad Name"})
+    with pytest.raises(ValueError, match="string, integer or boolean"):
+        declare({"x-mcp-header": "Where"})
+
+
+def test_mcp_param_headers_must_repeat_the_arguments():
+    tool = _routed_tool()
+    hello = base64.b64encode(b"Hello").decode()
+    cases = [
+        (_headers(region="north"), {"region": "north"}, None),
+        (_headers(region="  north  "), {"region": "north"}, None),  # whitespace is not part of it
+        (_headers(region=f"=?base64?{hello}?="), {"region": "Hello"}, None),
+        (_headers(region=hello), {"region": hello}, None),  # not wrapped: literal
+        (_headers(region=f"=?base64?{hello}"), {"region": f"=?base64?{hello}"}, None),
+        (_headers(region="north", floor="2"), {"region": "north", "floor": 2}, None),
+        (_headers(region="=?base64?SGVsbG8?="), {"region": "Hello"}, "not valid base64"),  # padding
+        (_headers(region="=?base64?SGVs!!!bG8=?="), {"region": "Hello"}, "not valid base64"),
+        (_headers(), {"region": "north"}, "Mcp-Param-Region header is missing"),
+        (_headers(region="south"), {"region": "north"}, "does not match"),
+        (_headers(region="north", floor="3"), {"region": "north", "floor": 2}, "does not match"),
+        (_headers(region="north", floor="2"), {"region": "north"}, "is sent but argument 'floor' is not"),
+    ]
+    for headers, arguments, expected in cases:
+        found = mirrored_headers.mismatch(headers, _call_routed(**arguments), tool)
+        if expected is None:
+            assert found is None, (headers, found)
+        else:
+            assert found is not None and expected in found, (headers, found)
+
+
+def test_a_stateless_call_whose_param_header_disagrees_is_refused_over_http(make_token, extra_tools):
+    extra_tools.register(_routed_tool())
+    token = make_token()
+    status, _, body = _post_app(token, _call_routed(region="north"), **_headers(region="north"))
+    assert status == 200 and body["result"]["structuredContent"] == {"region": "north"}
+    status, _, body = _post_app(token, _call_routed(region="north"), **_headers(region="south"))
+    assert (status, body["id"], body["error"]["code"]) == (400, 1, jsonrpc.HEADER_MISMATCH)
+    assert "Mcp-Param-Region" in body["error"]["message"]

@@ -354,6 +354,49 @@ def test_logging_respects_set_level():
     assert run(scenario) == [{"level": "error", "logger": "homehub", "data": {"problem": "x"}}]
 
 
+def test_logs_name_their_logger_and_never_carry_a_token():
+    reg = ToolRegistry()
+
+    @tool_on(reg, scope="read", name="careless")
+    async def careless(args: Empty, ctx: ToolContext) -> dict:
+        assert ctx.logs("info") and not ctx.logs("debug") and not ctx.logs("loud")
+        await ctx.log(
+            "info", {"used": "hh_0a1b2c3d4e5f_S3cr3t-t0ken", "header": "Bearer abc.def"}, logger="app"
+        )
+        await ctx.log("debug", "not wanted")
+        return {}
+
+    async def scenario():
+        peer = Peer(tools=reg)
+        await peer.initialize()
+        await peer.request("logging/setLevel", {"level": "info"})
+        await peer.call("careless", {})
+        return [m["params"] for m in peer.sent if m.get("method") == "notifications/message"]
+
+    assert run(scenario) == [
+        {"level": "info", "logger": "app", "data": {"used": "[redacted]", "header": "[redacted]"}}
+    ]
+
+
+def test_a_sync_tool_logs_from_its_thread_only_what_is_wanted():
+    reg = ToolRegistry()
+
+    @tool_on(reg, scope="read", name="sync_chatty")
+    def sync_chatty(args: Empty, ctx: ToolContext) -> dict:
+        for level in ("debug", "info", "warning"):
+            ctx.log_sync(level, f"at {level}")
+        return {}
+
+    async def scenario(level: str | None):
+        peer = Peer(tools=reg)
+        meta = {**MODERN_META, "io.modelcontextprotocol/logLevel": level} if level else MODERN_META
+        await peer.call("sync_chatty", {}, _meta=meta)
+        return [m["params"]["data"] for m in peer.sent if m.get("method") == "notifications/message"]
+
+    assert async_to_sync(scenario)("info") == ["at info", "at warning"]
+    assert async_to_sync(scenario)(None) == []
+
+
 def test_list_changed_reaches_initialized_sessions():
     reg = make_registry(1)
 
