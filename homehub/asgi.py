@@ -11,6 +11,7 @@ import atexit
 import contextlib
 import os
 import sys
+from collections.abc import Awaitable, Callable
 
 from django.core.asgi import get_asgi_application
 
@@ -59,6 +60,11 @@ async def application(scope, receive, send):
 EXIT_SECONDS = 3.0
 QUIET_SECONDS = 0.1
 DEVICES_SECONDS = 1.5
+SERVERS_SECONDS = 2.0
+
+# What `serve` runs beside daphne on this loop and stops cleanly on the way out (the device
+# listener's broker), before everything still running is ended.
+servers_to_stop: list[Callable[[], Awaitable[None]]] = []
 
 
 def _cancel_pending(loop: asyncio.AbstractEventLoop) -> set[asyncio.Task]:
@@ -86,10 +92,14 @@ async def _until_quiet(deadline: float) -> None:
 async def _stop() -> None:
     """Daphne ends its connections without their disconnect: this process's devices are let
     go first (their calls in flight fail as disconnected) and recorded offline, so that they
-    are offline as the process exits, not when another process notices; then everything else
-    still running is ended."""
+    are offline as the process exits, not when another process notices; then the servers
+    `serve` runs beside daphne stop; then everything else still running is ended."""
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(detach_all("the hub is stopping"), DEVICES_SECONDS)
+    if servers_to_stop:
+        stops = asyncio.gather(*(stop() for stop in servers_to_stop), return_exceptions=True)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stops, SERVERS_SECONDS)
     await _until_quiet(asyncio.get_running_loop().time() + EXIT_SECONDS)
 
 

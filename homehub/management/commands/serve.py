@@ -20,7 +20,8 @@ class Command(BaseCommand):
         "Serve the hub with daphne (HTTP, WebSockets, /mcp) and, unless MQTT_IN_PROCESS=0, the "
         "MQTT worker in the same process, so that with the in-memory channel layer LLM calls "
         "still reach MQTT agents. With no broker reachable the hub serves everything else and "
-        "keeps retrying."
+        "keeps retrying. With DEVICE_MQTT_ENDPOINT set, also the device listener, where stock "
+        "xiaozhi devices in MQTT mode connect."
     )
 
     def add_arguments(self, parser):
@@ -62,7 +63,7 @@ class Command(BaseCommand):
         from twisted.internet import defer, reactor
 
         from devices.agents.gateway import gateway
-        from homehub.asgi import application
+        from homehub.asgi import application, servers_to_stop
 
         mqtt_url = demo.broker.url if demo and demo.broker.url else settings.MQTT_URL
 
@@ -76,6 +77,14 @@ class Command(BaseCommand):
                 raise CommandError(str(exc)) from None
             logging.getLogger("devices.mqtt").setLevel(logging.INFO)
 
+        from devices.xiaozhi.mqtt.credentials import EndpointError
+        from devices.xiaozhi.mqtt.listener import DeviceListener
+
+        try:
+            devices = DeviceListener.from_settings()
+        except EndpointError as exc:
+            raise CommandError(str(exc)) from None
+
         def ready() -> None:
             loop = asyncio.get_event_loop()
             loop.call_soon(lambda: asyncio.ensure_future(gateway.start()))
@@ -83,6 +92,9 @@ class Command(BaseCommand):
                 loop.call_soon(lambda: asyncio.ensure_future(worker.start()))
                 stop_worker = lambda: defer.Deferred.fromFuture(asyncio.ensure_future(worker.stop()))  # noqa: E731
                 reactor.addSystemEventTrigger("before", "shutdown", stop_worker)  # type: ignore[arg-type]
+            if devices is not None:
+                loop.call_soon(lambda: asyncio.ensure_future(devices.start()))
+                servers_to_stop.append(devices.stop)  # once its devices are recorded offline
             if demo is not None:
                 loop.call_soon(demo.start)
                 stop_demo = lambda: defer.Deferred.fromFuture(asyncio.ensure_future(demo.stop()))  # noqa: E731
@@ -91,6 +103,7 @@ class Command(BaseCommand):
         self.stderr.write(
             f"HomeHub on http://{host}:{port}/"
             + (f" with the MQTT worker ({mqtt_url})" if worker else " (no MQTT worker here)")
+            + (f"; devices' MQTT on {devices.address}" if devices else "")
         )
         Server(
             application=application,
