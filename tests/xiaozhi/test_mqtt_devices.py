@@ -124,12 +124,15 @@ class Intruder:
         self.client.loop_stop()
 
 
-def connect_code(section: dict[str, Any], **changes: str) -> int:
-    """The CONNACK code a plain client gets with these credentials changed."""
+def connect_code(section: dict[str, Any], *, clean: bool = True, **changes: str) -> int:
+    """The CONNACK code a plain client gets with these credentials changed (`clean`: a clean
+    session, or a persistent one, which amqtt would take over from a connected client)."""
     given = {**section, **changes}
     answer: list[int] = []
     done = threading.Event()
-    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=given["client_id"], protocol=mqtt.MQTTv311)
+    client = mqtt.Client(
+        CallbackAPIVersion.VERSION2, client_id=given["client_id"], protocol=mqtt.MQTTv311, clean_session=clean
+    )
     client.username_pw_set(given["username"], given["password"])
 
     def on_connect(client, userdata, flags, code, properties):
@@ -251,23 +254,26 @@ def test_wrong_credentials_are_refused_and_cannot_take_a_device_over(live_env, s
         async def scenario():
             await device.connect()
             await eventually(lambda: tool_rows(FIRST), timeout=10)
+            # With the device's client id and a wrong password, in a clean session (amqtt alone would
+            # leave the device connected but deaf) and a persistent one (it would disconnect it).
             codes = {
                 "password": await sync_to_async(connect_code)(section, password="not-the-password"),
+                "persistent": await sync_to_async(connect_code)(section, clean=False, password="nope"),
                 "username": await sync_to_async(connect_code)(section, username="someone-else"),
                 "client_id": await sync_to_async(connect_code)(section, client_id="nobody"),
             }
-            still = await sync_to_async(http_call)(base, token, VOLUME, {"volume": 12})
             stale = SimulatedMqttDevice(dict(section, password="an-older-password"))
             with contextlib.suppress(ConnectRefused):
                 await stale.connect()
                 raise AssertionError("a wrong password connected")
+            still = await sync_to_async(http_call)(base, token, VOLUME, {"volume": 12})
             await device.close()
             return codes, still
 
         codes, still = async_to_sync(scenario)()
 
     # MQTT 3.1.1's "bad user name or password" (paho reports it as MQTT 5's 134).
-    assert codes == {"password": 134, "username": 134, "client_id": 134}
+    assert codes == {"password": 134, "persistent": 134, "username": 134, "client_id": 134}
     assert still == {"content": [{"type": "text", "text": "true"}], "isError": False}
     assert device.state.volume == 12
     assert Event.objects.filter(action="agent.connect").count() == 1

@@ -20,7 +20,8 @@ connections and hands each to the broker), for two things amqtt 0.12.1 does not 
   the broker sees the connection, then hands the broker the same bytes. The broker looks up
   the client id's session, and takes it over from a connected client, before it
   authenticates: a connection with another device's client id and a wrong password would
-  otherwise cut that device off;
+  otherwise cut that device off (a persistent-session attempt disconnects it, a clean-session
+  one leaves it connected but receiving nothing);
 - it notes when each connection last sent anything (pings included) and closes one silent
   for 1.5 times its keepalive (the broker reads with a timeout, and does nothing when it
   expires), so a device that vanished without closing its connection goes offline.
