@@ -24,9 +24,9 @@ from devices.agents.services import register_agent
 from devices.agents.simulator_mqtt import ConnectRefused, SimulatedMqttDevice
 from devices.audit.models import Event
 from devices.xiaozhi.mqtt_config import mqtt_section
-from tests.agents.test_devices_gateway import http_call
+from tests.agents.test_devices_gateway import http_call, http_request
 from tests.conftest import free_port
-from tests.devices_support import dashboard_call, eventually
+from tests.devices_support import dashboard_call, eventually, hub
 from tests.hub_support import running_hub
 
 pytestmark = pytest.mark.live
@@ -300,3 +300,31 @@ def test_a_device_that_falls_silent_goes_offline(live_env, settings):
 
     assert alive and still and took < 5  # 1.5 s of silence, and a sweep every second
     assert Event.objects.filter(action="agent.disconnect").count() == 1
+
+
+def test_another_process_calls_a_device_of_the_listener(live_env, settings, make_token, redis_url):
+    """Only the process running the listener holds the device; another (over Redis, as
+    docs/DEPLOY.md runs several daphnes) reaches it through the agent's channel-layer group, as
+    it does WebSocket devices."""
+    token = make_token(name="llm")
+    with mqtt_hub(live_env, settings, REDIS_URL=redis_url), hub(live_env, REDIS_URL=redis_url) as other:
+        device = SimulatedMqttDevice(ota_section(FIRST))
+
+        async def scenario():
+            await device.connect()
+            await eventually(lambda: tool_rows(FIRST), timeout=10)
+            await eventually(lambda: _offers(other, token, VOLUME), timeout=10)
+            answer = await sync_to_async(http_call)(other, token, VOLUME, {"volume": 64})
+            await device.close()
+            return answer
+
+        answer = async_to_sync(scenario)()
+
+    assert answer == {"content": [{"type": "text", "text": "true"}], "isError": False}
+    assert device.state.volume == 64
+    assert Event.objects.get(action="agent.call").after["ok"] is True
+
+
+@sync_to_async
+def _offers(base: str, token: str, name: str) -> bool:
+    return any(tool["name"] == name for tool in http_request(base, token, "tools/list")["tools"])
