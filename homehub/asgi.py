@@ -65,6 +65,11 @@ LET_GO_SECONDS = 5.0
 # given up; its MQTT worker: what is queued stored and acknowledged, its will said; the demo).
 # A "before shutdown" trigger of its own would be cancelled with everything else.
 before_stop: list[Callable[[], Awaitable[None]]] = []
+SERVERS_SECONDS = 2.0
+# What `serve` runs beside daphne on this loop and stops cleanly on the way out (the device
+# listener's broker), once its devices are recorded offline, before everything still running
+# is ended.
+servers_to_stop: list[Callable[[], Awaitable[None]]] = []
 
 
 def _cancel_pending(loop: asyncio.AbstractEventLoop) -> set[asyncio.Task]:
@@ -93,10 +98,15 @@ async def _stop() -> None:
     """Daphne ends its connections without their disconnect: this process's devices are let
     go first (their calls in flight fail as disconnected) and recorded offline, so that they
     are offline as the process exits, not when another process notices, and so is what
-    `before_stop` holds; then everything else still running is ended."""
+    `before_stop` holds; then the servers `serve` runs beside daphne stop; then everything else
+    still running is ended."""
     with contextlib.suppress(TimeoutError):
         let_go = [detach_all("the hub is stopping"), *(stop() for stop in before_stop)]
         await asyncio.wait_for(asyncio.gather(*let_go, return_exceptions=True), LET_GO_SECONDS)
+    if servers_to_stop:
+        stops = asyncio.gather(*(stop() for stop in servers_to_stop), return_exceptions=True)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stops, SERVERS_SECONDS)
     await _until_quiet(asyncio.get_running_loop().time() + EXIT_SECONDS)
 
 

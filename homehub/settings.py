@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "devices.agents",
     "devices.telemetry",
     "devices.mqtt",
+    "devices.xiaozhi",
     "fel",
     "dashboard",
     "homehub",  # the commands that run the hub: serve, ensure_admin, healthz
@@ -221,6 +222,9 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"stderr": {"class": "logging.StreamHandler", "stream": "ext://sys.stderr"}},
     "root": {"handlers": ["stderr"], "level": os.environ.get("HOMEHUB_LOG_LEVEL", "INFO")},
+    # The device listener's embedded broker logs every connection and state change at INFO;
+    # the listener logs what matters (devices refused, silent, offline) itself.
+    "loggers": {name: {"level": "WARNING"} for name in ("amqtt", "transitions")},
 }
 
 # --- MCP --------------------------------------------------------------------------------
@@ -268,6 +272,15 @@ DEVICES_PRESENCE_SECONDS = float(os.environ.get("DEVICES_PRESENCE_SECONDS", 60))
 # Offered to devices in `initialize` (capabilities.vision) when set.
 DEVICE_VISION_URL = os.environ.get("DEVICE_VISION_URL", "")
 DEVICE_VISION_TOKEN = os.environ.get("DEVICE_VISION_TOKEN", "")
+# Stock xiaozhi firmware over MQTT (devices/xiaozhi/mqtt/, docs/MQTT.md#xiaozhi-devices-over-mqtt):
+# the `host:port` handed to devices in their OTA answer; unset, devices are offered the
+# WebSocket only. With it set, `serve` runs the device listener (an embedded broker) on
+# DEVICE_MQTT_LISTEN (default: every interface, on the endpoint's port).
+DEVICE_MQTT_ENDPOINT = os.environ.get("DEVICE_MQTT_ENDPOINT", "").strip()
+DEVICE_MQTT_LISTEN = os.environ.get("DEVICE_MQTT_LISTEN", "").strip()
+# The keepalive handed to devices (the firmware's own default); a device silent for 1.5 times
+# its keepalive is disconnected and offline.
+DEVICE_MQTT_KEEPALIVE_SECONDS = int(os.environ.get("DEVICE_MQTT_KEEPALIVE_SECONDS", 240))
 
 # --- Cache (rate limits): shared through Redis when REDIS_URL is set ------------------------
 if REDIS_URL:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 from websockets.asyncio.client import connect
 
 from devices.agents.services import register_agent
@@ -32,6 +34,25 @@ def new_device(base: str, agent_id: str, **options: Any) -> SimulatedDevice:
     """Register `agent_id` (committed, so the hub sees it) and return its simulator."""
     _, token = register_agent(agent_id, transport="ws", actor="test", interface=Event.Interface.SYSTEM)
     return SimulatedDevice(device_url(base), agent_id, token, **options)
+
+
+def dashboard_call(base: str, agent_id: str, tool: str, **fields: str) -> httpx.Response:
+    """Log in to the dashboard as `boss` (`pw-for-tests-only`) and submit a device's tool form
+    (arguments as `arg-<name>` fields), as the Devices page does; JSON asked for."""
+    with httpx.Client(base_url=base, timeout=15) as browser:
+        page = browser.get("/login/")
+        csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
+        browser.post(
+            "/login/", data={"csrfmiddlewaretoken": csrf, "username": "boss", "password": "pw-for-tests-only"}
+        )
+        devices = browser.get("/devices/")
+        assert tool in devices.text
+        csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', devices.text).group(1)
+        return browser.post(
+            "/devices/",
+            data={"csrfmiddlewaretoken": csrf, "agent_id": agent_id, "tool": tool, **fields},
+            headers={"accept": "application/json"},
+        )
 
 
 class McpPeer:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -78,7 +79,11 @@ def call_agent_tool(agent_id: str, tool: str, arguments: dict[str, Any], *, call
     loop = gateway.loop
     if loop is None or loop.is_closed():
         return async_to_sync(acall_agent_tool)(agent_id, tool, arguments, caller)
-    future = asyncio.run_coroutine_threadsafe(acall_agent_tool(agent_id, tool, arguments, caller), loop)
+    # Started in a context of its own: this thread's (a request's) would have the call's database
+    # work run in this very thread (asgiref's ThreadSensitiveContext), which waits for the call.
+    future = contextvars.Context().run(
+        asyncio.run_coroutine_threadsafe, acall_agent_tool(agent_id, tool, arguments, caller), loop
+    )
     while True:
         try:
             return future.result(timeout=STOP_CHECK_SECONDS)

@@ -1,13 +1,14 @@
-"""A simulated ESP32 device that behaves like xiaozhi-style firmware (seed 001).
+"""A simulated ESP32 device that behaves like xiaozhi-style firmware (seed 001), over the
+WebSocket (its MQTT mode is `devices.agents.simulator_mqtt`, on the same MCP server).
 
 Used by `manage.py simulate_device`, the tests and the benchmarks. Like the firmware, it
 connects with its headers, says `hello` and waits up to 10 s for the hub's, then serves
 MCP inside the `{"session_id", "type": "mcp", "payload"}` envelope with the firmware's
-habits: only `initialize`, `tools/list` and `tools/call`; requests whose id is not an
-integer get no answer; error replies carry a `message` and no `code`; `tools/list` pages
-are cut at about `page_bytes` and `nextCursor` is the next tool's name, absent on the last
-page; tool results are text. `reply_delay` slows every reply; `drop_on_call` closes the
-socket instead of answering a tool call.
+habits (`FirmwareMcpServer`, whatever carries it): only `initialize`, `tools/list` and
+`tools/call`; requests whose id is not an integer get no answer; error replies carry a
+`message` and no `code`; `tools/list` pages are cut at about `page_bytes` and `nextCursor`
+is the next tool's name, absent on the last page; tool results are text. `reply_delay`
+slows every reply; `drop_on_call` closes the connection instead of answering a tool call.
 """
 
 from __future__ import annotations
@@ -146,88 +147,31 @@ def _as_text(value: Any) -> str:
     return json.dumps(value)
 
 
-@dataclass
-class SimulatedDevice:
-    url: str
-    device_id: str
-    token: str
-    client_id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    page_bytes: int = DEFAULT_PAGE_BYTES
-    reply_delay: float = 0.0
-    drop_on_call: bool = False
-    board: str = "homehub-sim"
-    firmware_version: str = "1.9.0"
-    tools: list[FirmwareTool] = field(default_factory=firmware_tools)
-    state: DeviceState = field(default_factory=DeviceState)
+class FirmwareMcpServer:
+    """The firmware's MCP server (`McpServer::ParseMessage`), for a simulator that gives it the
+    hub's payloads (`_on_mcp`) and a way to send its own (`_send`) and to drop the connection
+    (`_drop`, for `drop_on_call`)."""
 
-    def __post_init__(self) -> None:
-        self.session_id: str | None = None
-        self.received: list[dict[str, Any]] = []  # every MCP payload from the hub
-        self.closed = asyncio.Event()
-        self._ws: ClientConnection | None = None
-        self._reader: asyncio.Task[None] | None = None
-        self._calls: set[asyncio.Task[None]] = set()
+    tools: list[FirmwareTool]
+    state: DeviceState
+    page_bytes: int
+    reply_delay: float
+    drop_on_call: bool
+    board: str
+    firmware_version: str
+    received: list[dict[str, Any]]
+    _calls: set[asyncio.Task[None]]
+    gone_errors: tuple[type[Exception], ...] = ()  # what `_send` raises once the hub is gone
 
-    # --- connection --------------------------------------------------------------------------
+    async def _send(self, payload: dict[str, Any]) -> None:
+        raise NotImplementedError
 
-    async def connect(self) -> str:
-        """Open the socket, say hello, wait for the hub's hello; returns the session id."""
-        headers = {
-            "Authorization": f"Bearer {self.token}",
-            "Protocol-Version": "1",
-            "Device-Id": self.device_id,
-            "Client-Id": self.client_id,
-        }
-        self._ws = await connect(self.url, additional_headers=headers, open_timeout=HELLO_TIMEOUT)
-        hello = {
-            "type": "hello",
-            "version": 1,
-            "features": {"mcp": True},
-            "transport": "websocket",
-            "audio_params": {"format": "opus", "sample_rate": 16000, "channels": 1, "frame_duration": 60},
-        }
-        await self._ws.send(json.dumps(hello))
-        async with asyncio.timeout(HELLO_TIMEOUT):
-            while True:
-                message = json.loads(await self._ws.recv())
-                if message.get("type") == "hello" and message.get("transport") == "websocket":
-                    break
-        self.session_id = message.get("session_id")
-        self._reader = asyncio.ensure_future(self._read())
-        return self.session_id or ""
-
-    async def close(self) -> None:
-        if self._ws is not None:
-            await self._ws.close()
-        if self._reader is not None:
-            await asyncio.gather(self._reader, return_exceptions=True)
-
-    async def send_frame(self, frame: str | bytes) -> None:
-        """Send anything at all (tests of what the hub tolerates)."""
-        assert self._ws is not None
-        await self._ws.send(frame)
+    async def _drop(self) -> None:
+        raise NotImplementedError
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         """A device notification (no id), as `Application::SendMcpMessage` sends it."""
         await self._send({"jsonrpc": "2.0", "method": method, "params": params})
-
-    async def _send(self, payload: dict[str, Any]) -> None:
-        assert self._ws is not None
-        await self._ws.send(json.dumps({"session_id": self.session_id, "type": "mcp", "payload": payload}))
-
-    async def _read(self) -> None:
-        assert self._ws is not None
-        try:
-            async for frame in self._ws:
-                message = json.loads(frame) if isinstance(frame, str) else None
-                if isinstance(message, dict) and message.get("type") == "mcp":
-                    await self._on_mcp(message.get("payload"))
-        except ConnectionClosed:
-            pass
-        finally:
-            self.closed.set()
-
-    # --- the MCP server of the firmware ---------------------------------------------------------
 
     async def _on_mcp(self, payload: Any) -> None:
         if not isinstance(payload, dict) or payload.get("jsonrpc") != "2.0":
@@ -246,8 +190,7 @@ class SimulatedDevice:
             await self._reply(request_id, self._tools_page(str(params.get("cursor") or "")))
         elif method == "tools/call":
             if self.drop_on_call:
-                assert self._ws is not None
-                await self._ws.close()
+                await self._drop()
                 return
             task = asyncio.ensure_future(self._call(request_id, params))
             self._calls.add(task)
@@ -311,5 +254,88 @@ class SimulatedDevice:
             await asyncio.sleep(self.reply_delay)
         try:
             await self._send(payload)
-        except ConnectionClosed:
+        except self.gone_errors:
             logger.debug("the hub went away before reply %s", payload.get("id"))
+
+
+@dataclass
+class SimulatedDevice(FirmwareMcpServer):
+    url: str
+    device_id: str
+    token: str
+    client_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    page_bytes: int = DEFAULT_PAGE_BYTES
+    reply_delay: float = 0.0
+    drop_on_call: bool = False
+    board: str = "homehub-sim"
+    firmware_version: str = "1.9.0"
+    tools: list[FirmwareTool] = field(default_factory=firmware_tools)
+    state: DeviceState = field(default_factory=DeviceState)
+    gone_errors = (ConnectionClosed,)
+
+    def __post_init__(self) -> None:
+        self.session_id: str | None = None
+        self.received: list[dict[str, Any]] = []  # every MCP payload from the hub
+        self.closed = asyncio.Event()
+        self._ws: ClientConnection | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._calls: set[asyncio.Task[None]] = set()
+
+    # --- connection --------------------------------------------------------------------------
+
+    async def connect(self) -> str:
+        """Open the socket, say hello, wait for the hub's hello; returns the session id."""
+        headers = {
+            "Authorization": f"Bearer {self.token}",
+            "Protocol-Version": "1",
+            "Device-Id": self.device_id,
+            "Client-Id": self.client_id,
+        }
+        self._ws = await connect(self.url, additional_headers=headers, open_timeout=HELLO_TIMEOUT)
+        hello = {
+            "type": "hello",
+            "version": 1,
+            "features": {"mcp": True},
+            "transport": "websocket",
+            "audio_params": {"format": "opus", "sample_rate": 16000, "channels": 1, "frame_duration": 60},
+        }
+        await self._ws.send(json.dumps(hello))
+        async with asyncio.timeout(HELLO_TIMEOUT):
+            while True:
+                message = json.loads(await self._ws.recv())
+                if message.get("type") == "hello" and message.get("transport") == "websocket":
+                    break
+        self.session_id = message.get("session_id")
+        self._reader = asyncio.ensure_future(self._read())
+        return self.session_id or ""
+
+    async def close(self) -> None:
+        if self._ws is not None:
+            await self._ws.close()
+        if self._reader is not None:
+            await asyncio.gather(self._reader, return_exceptions=True)
+
+    async def send_frame(self, frame: str | bytes) -> None:
+        """Send anything at all (tests of what the hub tolerates)."""
+        assert self._ws is not None
+        await self._ws.send(frame)
+
+    async def _send(self, payload: dict[str, Any]) -> None:
+        assert self._ws is not None
+        await self._ws.send(json.dumps({"session_id": self.session_id, "type": "mcp", "payload": payload}))
+
+    async def _drop(self) -> None:
+        assert self._ws is not None
+        await self._ws.close()
+
+    async def _read(self) -> None:
+        assert self._ws is not None
+        try:
+            async for frame in self._ws:
+                message = json.loads(frame) if isinstance(frame, str) else None
+                if isinstance(message, dict) and message.get("type") == "mcp":
+                    await self._on_mcp(message.get("payload"))
+        except ConnectionClosed:
+            pass
+        finally:
+            self.closed.set()

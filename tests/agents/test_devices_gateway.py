@@ -9,7 +9,7 @@ from asgiref.sync import async_to_sync, sync_to_async
 
 from devices.agents.models import Agent, AgentTool
 from devices.audit.models import Event
-from tests.devices_support import LlmSession, eventually, hub, new_device
+from tests.devices_support import LlmSession, dashboard_call, eventually, hub, new_device
 from tests.mcp_endpoint.test_mcp_http import INIT, sse_messages
 
 pytestmark = pytest.mark.live
@@ -150,3 +150,25 @@ def test_disconnect_mid_call_and_timeout(live_env, make_token):
     assert 0.5 <= timed_out_after < 2
     assert not Agent.objects.get(agent_id=MAC).online
     assert not AgentTool.objects.filter(agent__agent_id=MAC, available=True).exists()
+
+
+def test_the_dashboard_form_calls_a_device_of_the_serving_process(live_env, django_user_model):
+    """The form's view waits, in its request's thread, for the call it started on the serving
+    loop: the call's database work must not be sent to that same thread (it hung until this
+    was fixed in devices/agents/calls.py)."""
+    django_user_model.objects.create_superuser("boss", "boss@example.com", "pw-for-tests-only")
+    with hub(live_env) as base:
+        device = new_device(base, MAC)
+
+        async def scenario():
+            await device.connect()
+            await eventually(lambda: sync_to_async(AgentTool.objects.filter(agent__agent_id=MAC).exists)())
+            form = await sync_to_async(dashboard_call)(
+                base, MAC, "self.audio_speaker.set_volume", **{"arg-volume": "21"}
+            )
+            await device.close()
+            return form
+
+        form = async_to_sync(scenario)()
+    assert form.status_code == 200 and form.json()["result"]["content"][0]["text"] == "true"
+    assert device.state.volume == 21

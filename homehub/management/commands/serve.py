@@ -20,7 +20,9 @@ class Command(BaseCommand):
         "Serve the hub with daphne (HTTP, WebSockets, /mcp) and, unless MQTT_IN_PROCESS=0, the "
         "MQTT worker in the same process, so that with the in-memory channel layer LLM calls "
         "still reach MQTT agents. With no broker reachable the hub serves everything else and "
-        "keeps retrying. The outbound MCP endpoints (add_mcp_endpoint) are kept connected."
+        "keeps retrying. The outbound MCP endpoints (add_mcp_endpoint) are kept connected. With "
+        "DEVICE_MQTT_ENDPOINT set, also the device listener, where stock xiaozhi devices in MQTT "
+        "mode connect."
     )
 
     def add_arguments(self, parser):
@@ -61,7 +63,7 @@ class Command(BaseCommand):
         from daphne.server import Server
 
         from devices.agents.gateway import gateway
-        from homehub.asgi import application, before_stop
+        from homehub.asgi import application, before_stop, servers_to_stop
         from mcp_endpoint.outbound import Supervisor
 
         mqtt_url = demo.broker.url if demo and demo.broker.url else settings.MQTT_URL
@@ -78,6 +80,13 @@ class Command(BaseCommand):
 
         endpoints = Supervisor()  # the outbound MCP endpoints, let go on the shutdown path
         before_stop.append(endpoints.stop)
+        from devices.xiaozhi.mqtt.credentials import EndpointError
+        from devices.xiaozhi.mqtt.listener import DeviceListener
+
+        try:
+            devices = DeviceListener.from_settings()
+        except EndpointError as exc:
+            raise CommandError(str(exc)) from None
 
         def ready() -> None:
             loop = asyncio.get_event_loop()
@@ -86,6 +95,9 @@ class Command(BaseCommand):
             if worker is not None:
                 loop.call_soon(lambda: asyncio.ensure_future(worker.start()))
                 before_stop.append(worker.stop)
+            if devices is not None:
+                loop.call_soon(lambda: asyncio.ensure_future(devices.start()))
+                servers_to_stop.append(devices.stop)  # once its devices are recorded offline
             if demo is not None:
                 loop.call_soon(demo.start)
                 before_stop.append(demo.stop)
@@ -93,6 +105,7 @@ class Command(BaseCommand):
         self.stderr.write(
             f"HomeHub on http://{host}:{port}/"
             + (f" with the MQTT worker ({mqtt_url})" if worker else " (no MQTT worker here)")
+            + (f"; devices' MQTT on {devices.address}" if devices else "")
         )
         Server(
             application=application,

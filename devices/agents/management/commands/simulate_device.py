@@ -1,17 +1,31 @@
 import asyncio
+import json
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from devices.agents.simulator import DEFAULT_PAGE_BYTES, SimulatedDevice
+from devices.agents.simulator_mqtt import ConnectRefused, SimulatedMqttDevice
 
 
 class Command(BaseCommand):
-    help = "Connect a simulated ESP32 device (xiaozhi-style firmware) to a hub and serve its tools."
+    help = (
+        "Connect a simulated ESP32 device (xiaozhi-style firmware) to a hub and serve its tools: "
+        "over the WebSocket (DEVICE_ID TOKEN), or with --mqtt SECTION in MQTT mode as stock "
+        "firmware does, SECTION being the `mqtt` section of its OTA answer (JSON)."
+    )
 
     def add_arguments(self, parser):
-        parser.add_argument("device_id", help="The registered agent id (sent as Device-Id)")
-        parser.add_argument("token", help="The device token printed by register_agent")
+        parser.add_argument("device_id", nargs="?", help="The registered agent id (sent as Device-Id)")
+        parser.add_argument("token", nargs="?", help="The device token printed by register_agent")
         parser.add_argument("--url", default="ws://127.0.0.1:8000/ws/devices/")
+        parser.add_argument(
+            "--mqtt",
+            metavar="SECTION",
+            help="MQTT mode: the OTA answer's mqtt section as JSON (`device_mqtt_section` prints one)",
+        )
+        parser.add_argument(
+            "--hello", action="store_true", help="MQTT mode: open a conversation once connected"
+        )
         parser.add_argument("--page-bytes", type=int, default=DEFAULT_PAGE_BYTES, help="tools/list page size")
         parser.add_argument("--reply-delay", type=float, default=0.0, help="seconds before every reply")
         parser.add_argument(
@@ -20,19 +34,40 @@ class Command(BaseCommand):
             help="close the connection instead of answering a tool call",
         )
 
-    def handle(self, *args, device_id, token, url, page_bytes, reply_delay, drop_on_call, **options):
-        device = SimulatedDevice(
-            url, device_id, token, page_bytes=page_bytes, reply_delay=reply_delay, drop_on_call=drop_on_call
-        )
-
-        async def run() -> None:
-            session = await device.connect()
-            self.stdout.write(f"Connected as {device_id}, session {session}. Ctrl-C to stop.")
-            self.stdout.flush()
-            await device.closed.wait()
-
+    def handle(
+        self, *args, device_id, token, url, mqtt, hello, page_bytes, reply_delay, drop_on_call, **options
+    ):
+        behaviour = {"page_bytes": page_bytes, "reply_delay": reply_delay, "drop_on_call": drop_on_call}
+        if mqtt:
+            try:
+                section = json.loads(mqtt)
+            except ValueError:
+                raise CommandError("--mqtt takes the section as JSON") from None
+            run = self._mqtt(SimulatedMqttDevice(section, **behaviour), hello)
+        elif device_id and token:
+            run = self._websocket(SimulatedDevice(url, device_id, token, **behaviour))
+        else:
+            raise CommandError("give DEVICE_ID and TOKEN (WebSocket), or --mqtt SECTION")
         try:
-            asyncio.run(run())
+            asyncio.run(run)
         except KeyboardInterrupt:
             return
         self.stdout.write("The hub closed the connection.")
+
+    async def _websocket(self, device: SimulatedDevice) -> None:
+        session = await device.connect()
+        self.stdout.write(f"Connected as {device.device_id}, session {session}. Ctrl-C to stop.")
+        self.stdout.flush()
+        await device.closed.wait()
+
+    async def _mqtt(self, device: SimulatedMqttDevice, hello: bool) -> None:
+        try:
+            await device.connect()
+        except ConnectRefused as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(f"Connected as {device.agent_id} over MQTT. Ctrl-C to stop.")
+        if hello:
+            answer = await device.open_conversation()
+            self.stdout.write(f"The hub's hello: {json.dumps(answer)}")
+        self.stdout.flush()
+        await device.closed.wait()
