@@ -59,7 +59,7 @@ async def application(scope, receive, send):
 
 EXIT_SECONDS = 3.0
 QUIET_SECONDS = 0.1
-LET_GO_SECONDS = 5.0
+LET_GO_SECONDS = 1.5  # a stop waiting for Django's database thread (a request holds it) is cut here
 # What this process lets go of cleanly before the rest is ended, beside its devices and within
 # the same LET_GO_SECONDS (`serve` adds its outbound MCP endpoints: connections closed, claims
 # given up; its MQTT worker: what is queued stored and acknowledged, its will said; the demo).

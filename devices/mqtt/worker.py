@@ -306,8 +306,10 @@ class Worker:
         return {**self.ingestor.counters, **self.counters, "backlog": self.ingestor.backlog}
 
     async def _report(self) -> None:
+        # A thread of its own: at a server's shutdown Django's database thread may be held by a
+        # request waiting on this loop, and the last report must not wait for it.
         try:
-            await sync_to_async(status.report)(
+            await sync_to_async(status.report, thread_sensitive=False)(
                 client_id=self.config.client_id,
                 broker=self.config.address,
                 connected=self.connected,
