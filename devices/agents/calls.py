@@ -87,6 +87,8 @@ def call_agent_tool(agent_id: str, tool: str, arguments: dict[str, Any], *, call
     while True:
         try:
             return future.result(timeout=STOP_CHECK_SECONDS)
+        except concurrent.futures.CancelledError:  # the server's shutdown ended the call
+            raise HubStopping.now() from None
         except concurrent.futures.TimeoutError:
             if not loop.is_running():
                 future.cancel()

@@ -61,6 +61,7 @@ class Command(BaseCommand):
         from daphne.access import AccessLogGenerator
         from daphne.endpoints import build_endpoint_description_strings
         from daphne.server import Server
+        from twisted.internet import defer, reactor
 
         from devices.agents.gateway import gateway
         from homehub.asgi import application, before_stop, servers_to_stop
@@ -94,13 +95,15 @@ class Command(BaseCommand):
             loop.call_soon(lambda: asyncio.ensure_future(endpoints.start()))
             if worker is not None:
                 loop.call_soon(lambda: asyncio.ensure_future(worker.start()))
-                before_stop.append(worker.stop)
+                stop_worker = lambda: defer.Deferred.fromFuture(asyncio.ensure_future(worker.stop()))  # noqa: E731
+                reactor.addSystemEventTrigger("before", "shutdown", stop_worker)  # type: ignore[arg-type]
             if devices is not None:
                 loop.call_soon(lambda: asyncio.ensure_future(devices.start()))
                 servers_to_stop.append(devices.stop)  # once its devices are recorded offline
             if demo is not None:
                 loop.call_soon(demo.start)
-                before_stop.append(demo.stop)
+                stop_demo = lambda: defer.Deferred.fromFuture(asyncio.ensure_future(demo.stop()))  # noqa: E731
+                reactor.addSystemEventTrigger("before", "shutdown", stop_demo)  # type: ignore[arg-type]
 
         self.stderr.write(
             f"HomeHub on http://{host}:{port}/"
