@@ -51,8 +51,8 @@ async def acall_agent_tool(
 ) -> dict[str, Any]:
     """The device's MCP result (`content`, `structuredContent`, `isError`); raises a `CallFailed`."""
     presence = await aagent_presence(agent_id)
-    if presence != "online":
-        raise absent(agent_id, presence)
+    if presence["state"] != "online":
+        raise absent(agent_id, presence["state"], presence["last_seen"])
     await gateway.start()
     caller = Caller(actor=actor, interface=interface, audited=True)
     result = await gateway.call(agent_id, tool, arguments, caller)
