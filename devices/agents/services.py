@@ -96,23 +96,25 @@ def issue_device_token(agent_id: str, *, actor: str, interface: str) -> str | No
 
 
 def revoke_device_token(agent_id: str, *, actor: str, interface: str) -> bool:
-    """The agent's device token stops working: the device is refused from now on, and its live
-    connection, if any (in whichever process), is recorded offline and hung up. False when
-    there is no such agent."""
+    """The agent's device token stops working: the device is refused from now on (so it no
+    longer connects on demand either: it is plainly offline), and its live connection, if any
+    (in whichever process), is recorded offline and hung up. False when there is no such agent."""
     with transaction.atomic():
         agent = Agent.objects.select_for_update().filter(agent_id=agent_id).first()
         if agent is None:
             return False
-        had_token, session_id = bool(agent.token_hash), agent.session_id
+        before = {"token": bool(agent.token_hash), "connects_on_demand": agent.connects_on_demand}
+        session_id = agent.session_id
         agent.token_hash = ""
-        agent.save(update_fields=["token_hash"])
+        agent.connects_on_demand = False
+        agent.save(update_fields=["token_hash", "connects_on_demand"])
         record_event(
             actor=actor,
             interface=interface,
             action="agent.revoke",
             target=f"agent:{agent_id}",
-            before={"token": had_token},
-            after={"token": False},
+            before=before,
+            after={"token": False, "connects_on_demand": False},
             broadcast={"kind": "agent", "agent_id": agent_id},
         )
         if agent.online and session_id:

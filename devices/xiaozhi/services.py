@@ -115,7 +115,9 @@ def check_in_from(headers: Mapping[str, str], body: bytes) -> CheckIn:
     device_id = found.get("device-id", "")
     if not DEVICE_ID.fullmatch(device_id):
         raise OtaError(
-            400, "The Device-Id header (the device's MAC, 1 to 64 characters) is missing or invalid."
+            400,
+            "The Device-Id header (the device's MAC, 1 to 64 characters, no spaces) is missing or "
+            "invalid: this is the OTA URL that stock xiaozhi devices check in at.",
         )
     client_id = found.get("client-id", "")
     if not CLIENT_ID.fullmatch(client_id):

@@ -166,7 +166,10 @@ def test_unbinding_revokes_the_token_and_the_device_asks_again(client):
         "agent.revoke",
         "xiaozhi.unbind",
     ]
-    assert Agent.objects.filter(agent_id=MAC).exists()  # kept, with its history
+    agent = Agent.objects.get(agent_id=MAC)  # kept, with its history
+    assert not agent.connects_on_demand  # it does not connect at all any more
+    _pair(again["activation"]["code"])
+    assert Agent.objects.get(agent_id=MAC).connects_on_demand
 
 
 def test_a_reset_device_is_added_again_and_its_old_binding_ends(client):
