@@ -31,7 +31,6 @@ not know the key in the device's eFuse.
 
 from __future__ import annotations
 
-import json
 import re
 import secrets
 from collections.abc import Mapping
@@ -50,6 +49,7 @@ from devices.agents.models import Agent
 from devices.audit.models import Event
 from devices.audit.services import record_event
 from devices.xiaozhi.models import Activation
+from mcp_endpoint import jsonrpc
 
 DEVICE = Event.Interface.DEVICE
 # After the first hand-out of a device token, check-ins get a fresh one for this long.
@@ -125,8 +125,8 @@ def check_in_from(headers: Mapping[str, str], body: bytes) -> CheckIn:
     parsed: Any = None
     if body.strip():
         try:
-            parsed = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
+            parsed = jsonrpc.loads(body)
+        except ValueError:
             raise OtaError(400, "The body must be JSON.") from None
         if not isinstance(parsed, dict):
             raise OtaError(400, "The body must be a JSON object.")
