@@ -282,7 +282,6 @@ def _new_activation(device: CheckIn, now: datetime) -> Activation:
             "firmware": row.firmware,
             "expires_at": row.expires_at.isoformat(),
         },
-        broadcast={"kind": "activation", "device_id": device.device_id},
     )
     return row
 
