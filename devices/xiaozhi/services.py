@@ -40,7 +40,6 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from common.storable import bounded_json, storable_json, storable_text
@@ -167,16 +166,18 @@ def _server_time(now: datetime) -> dict[str, int]:
     return {"timestamp": int(now.timestamp() * 1000), "timezone_offset": int(offset.total_seconds() // 60)}
 
 
-def _binding(device_id: str, client_id: str) -> Q:
-    return Q(device_id=device_id, client_id=client_id, bound_at__isnull=False, unbound_at__isnull=True)
-
-
 def _configuration(device: CheckIn, websocket_url: str, now: datetime) -> dict[str, Any] | None:
     """A bound device's sections (None when this device, MAC and Client-Id, is not bound)."""
     with transaction.atomic():
         binding = (
             Activation.objects.select_for_update()
-            .filter(_binding(device.device_id, device.client_id), agent__isnull=False)
+            .filter(
+                device_id=device.device_id,
+                client_id=device.client_id,
+                bound_at__isnull=False,
+                unbound_at__isnull=True,
+                agent__isnull=False,
+            )
             .first()
         )
         agent = binding.agent if binding is not None else None
