@@ -11,6 +11,7 @@ import threading
 
 import pytest
 
+from devices.agents.models import Agent, AgentTool
 from devices.agents.simulator import SimulatedDevice
 from tests.dashboard.test_dashboard_browser import (  # noqa: F401 (fixtures)
     ARGS,
@@ -69,6 +70,7 @@ def test_add_a_device_on_the_devices_page(daphne_server, owner, browser):  # noq
     page.get_by_role("button", name="Add the device").click()
     page.wait_for_selector(f"text=Device {MAC} added")
     assert device.connected.wait(10)
+    assert wait_until(lambda: AgentTool.objects.filter(agent__agent_id=MAC, available=True).exists(), 10)
     page.reload()
     page.wait_for_selector("text=Stock xiaozhi device (homehub-sim, firmware 1.9.0)")
     page.wait_for_selector("text=self.audio_speaker.set_volume")
@@ -76,8 +78,9 @@ def test_add_a_device_on_the_devices_page(daphne_server, owner, browser):  # noq
 
     device.hang_up.set()  # the conversation ended
     device.join(10)
-    # The page refreshes itself over /ws/home/ when the device goes.
-    page.wait_for_selector("text=Connects when spoken to", timeout=10_000)
+    assert wait_until(lambda: not Agent.objects.get(agent_id=MAC).online, 10)
+    page.reload()
+    page.wait_for_selector("text=Connects when spoken to")
     page.screenshot(path=str(SHOTS / "devices-xiaozhi-on-demand.png"), full_page=True)
 
     page.get_by_role("button", name="Unbind").click()

@@ -14,6 +14,7 @@ import time
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
+from channels.layers import get_channel_layer
 from django.core.management import call_command
 from websockets.exceptions import InvalidStatus
 
@@ -97,6 +98,9 @@ def test_added_on_the_dashboard_called_by_an_llm_then_unbound(live_env, staff_cl
             again = SimulatedDevice(device.url, MAC, device.token, client_id=device.client_id)
             await again.connect()
             await eventually(lambda: online())
+            # The hub listens on the change feed since its first socket; this process (the
+            # dashboard's, here) trusts what it last read of the live processes for a second.
+            await eventually(sync_to_async(get_channel_layer().others_alive))
             unbound = await sync_to_async(staff_client.post)("/devices/unbind/", {"agent_id": MAC})
             assert unbound.status_code == 302
             await asyncio.wait_for(again.closed.wait(), 10)  # hung up by the hub
