@@ -14,6 +14,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.charts import NARROW, line_chart
@@ -28,6 +29,8 @@ from devices.home import services
 from devices.home.errors import HomeError
 from devices.mqtt import status as mqtt_status
 from devices.telemetry import selectors as telemetry_reads
+from devices.xiaozhi import selectors as xiaozhi_reads
+from devices.xiaozhi import services as xiaozhi
 from mcp_endpoint import endpoints as mcp_endpoints
 from mcp_endpoint.pipeline import CallRefused, call_tool_or_raise
 from mcp_endpoint.registry import Caller
@@ -176,9 +179,14 @@ def sensor_detail(
 
 
 def _agents_with_forms() -> list[dict[str, Any]]:
-    """Each agent with a form's fields for each of its tools."""
+    """Each agent with a form's fields for each of its tools, and its stock xiaozhi binding."""
+    bindings = xiaozhi_reads.bindings()
     return [
-        {**agent, "tools": [{**tool, "fields": fields_for(tool["input_schema"])} for tool in agent["tools"]]}
+        {
+            **agent,
+            "tools": [{**tool, "fields": fields_for(tool["input_schema"])} for tool in agent["tools"]],
+            "binding": bindings.get(agent["agent_id"]),
+        }
         for agent in agents_reads.agents()
     ]
 
@@ -209,10 +217,48 @@ def devices(request: HttpRequest) -> HttpResponse:
     elif request.method != "GET":
         return HttpResponse(status=405, headers={"Allow": "GET, POST"})
     context["agents"] = _agents_with_forms()
+    context["ota_url"] = request.build_absolute_uri(reverse("xiaozhi-ota"))
     context["mqtt_workers"] = mqtt_status.workers()
     context["broker_state"] = mqtt_status.broker_state()
     context["mcp_endpoints"] = mcp_endpoints.statuses()
     return render(request, "dashboard/devices.html", context)
+
+
+def _done(request: HttpRequest, ok: bool, message: str) -> HttpResponse:
+    """A devices form's outcome: JSON (fetch), or a message on the Devices page."""
+    if _wants_json(request):
+        return JsonResponse({"message": message} if ok else {"error": message}, status=200 if ok else 400)
+    (messages.success if ok else messages.error)(request, message)
+    return redirect("dashboard:devices")
+
+
+@require_POST
+@login_required
+def add_device(request: HttpRequest) -> HttpResponse:
+    """Bind the stock xiaozhi device showing the code typed."""
+    try:
+        row = xiaozhi.pair(
+            request.POST.get("code", "")[:32],
+            actor=_actor(request),
+            interface=DASHBOARD,
+            name=request.POST.get("name", "")[:100],
+        )
+    except xiaozhi.PairingError as error:
+        return _done(request, False, str(error))
+    return _done(
+        request,
+        True,
+        f"Device {row.device_id} added: it connects once it has fetched its configuration, within seconds.",
+    )
+
+
+@require_POST
+@login_required
+def unbind_device(request: HttpRequest) -> HttpResponse:
+    agent_id = request.POST.get("agent_id", "")[:64]
+    if not xiaozhi.unbind(agent_id, actor=_actor(request), interface=DASHBOARD):
+        return _done(request, False, f"Device {agent_id} is not bound.")
+    return _done(request, True, f"Device {agent_id} unbound: its device token no longer works.")
 
 
 # --- activity --------------------------------------------------------------------------------

@@ -282,6 +282,14 @@ DEVICE_MQTT_LISTEN = os.environ.get("DEVICE_MQTT_LISTEN", "").strip()
 # its keepalive is disconnected and offline.
 DEVICE_MQTT_KEEPALIVE_SECONDS = int(os.environ.get("DEVICE_MQTT_KEEPALIVE_SECONDS", 240))
 
+# --- Stock xiaozhi devices (/xiaozhi/ota/) ---------------------------------------------------
+# The WebSocket URL handed to stock devices in their OTA answer; unset: `/ws/devices/` on the
+# host and scheme the device used to reach the OTA URL (ws:// for http://, wss:// for https://).
+DEVICE_WEBSOCKET_URL = os.environ.get("DEVICE_WEBSOCKET_URL", "")
+# How long an activation code a device shows may be typed in (the device asks for a new one
+# by itself once it expires).
+DEVICE_ACTIVATION_CODE_SECONDS = int(os.environ.get("DEVICE_ACTIVATION_CODE_SECONDS", 600))
+
 # --- Cache (rate limits): shared through Redis when REDIS_URL is set ------------------------
 if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
@@ -366,6 +374,10 @@ DEVICE_MAX_MESSAGE_BYTES = int(os.environ.get("DEVICE_MAX_MESSAGE_BYTES", 64 * 1
 # A device silent this long is closed with 4408; the hub pings an MCP device half-way, so
 # only a dead or stuck one stays silent (0: never).
 DEVICE_IDLE_SECONDS = float(os.environ.get("DEVICE_IDLE_SECONDS", 600))
+# Stock xiaozhi devices waiting to be added at once (each with its code); past it, a new one's
+# OTA check-in gets 503 until codes are used or expire. A check-in's body past
+# DEVICE_MAX_MESSAGE_BYTES gets 413.
+DEVICE_PENDING_ACTIVATIONS_MAX = int(os.environ.get("DEVICE_PENDING_ACTIVATIONS_MAX", 100))
 
 # MQTT telemetry: written in batches of this many messages or this many seconds, whichever first.
 MQTT_BATCH_SIZE = int(os.environ.get("MQTT_BATCH_SIZE", 500))

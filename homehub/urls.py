@@ -12,5 +12,6 @@ urlpatterns = [
     path(".well-known/oauth-protected-resource", protected_resource_metadata),
     path(".well-known/oauth-protected-resource/mcp", protected_resource_metadata),
     path("api/", api.urls),
+    path("xiaozhi/", include("devices.xiaozhi.urls")),
     path("", include("dashboard.urls")),
 ]

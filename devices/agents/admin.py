@@ -27,8 +27,8 @@ class AgentToolInline(admin.TabularInline):
 
 @admin.register(Agent)
 class AgentAdmin(AuditedAdmin):
-    list_display = ["agent_id", "name", "transport", "approved", "online", "last_seen"]
-    list_filter = ["transport", "approved", "online"]
+    list_display = ["agent_id", "name", "transport", "approved", "online", "connects_on_demand", "last_seen"]
+    list_filter = ["transport", "approved", "online", "connects_on_demand"]
     search_fields = ["agent_id", "name"]
     # Approval goes through the action, so that it is audited and a waiting device starts.
     readonly_fields = ["approved", "online", "last_seen", "server_info", "capabilities", "created_at"]

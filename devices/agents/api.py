@@ -34,6 +34,7 @@ class AgentOut(Schema):
     transport: str
     approved: bool
     online: bool
+    connects_on_demand: bool
     last_seen: datetime | None
     server_info: dict[str, Any]
     tools: list[ToolOut]

@@ -264,7 +264,8 @@ class DeviceGateway:
             await self.refresh([agent_id])
             agent = self._agents.get(agent_id)
         if agent is None:
-            raise absent(agent_id, await selectors.aagent_presence(agent_id))
+            presence = await selectors.aagent_presence(agent_id)
+            raise absent(agent_id, presence["state"], presence["last_seen"])
         if not any(spec["name"] == tool for spec in agent["tools"]):
             raise UnknownTool.of(agent_id, tool, [spec["name"] for spec in agent["tools"]])
         timeout = agent["call_timeout"]

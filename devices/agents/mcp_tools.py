@@ -34,7 +34,11 @@ class AgentInfo(BaseModel):
     name: str
     transport: str
     online: bool
-    last_seen: str | None
+    connects_on_demand: bool = Field(
+        description="The device connects only while someone is talking to it (stock xiaozhi "
+        "firmware): offline is its usual state, and its tools can be called only while it is online"
+    )
+    last_seen: str | None = Field(description="When the device was last reachable (ISO 8601)")
     server_info: dict[str, Any]
     tools: list[AgentToolInfo]
 
@@ -52,7 +56,8 @@ class CallAgentToolInput(BaseModel):
 
 @tool(scope="devices", read_only=True)
 def list_agents(args: NoArguments, ctx: ToolContext) -> AgentList:
-    """Lists the ESP32 agents (devices), whether each is online, and the tools each one offers"""
+    """Lists the ESP32 agents (devices), whether each is online (or connects only while spoken to),
+    when each was last reachable, and the tools each one offers"""
     agents = []
     for agent in selectors.list_agents():
         names = gateway.names_of(agent["agent_id"])
@@ -63,6 +68,7 @@ def list_agents(args: NoArguments, ctx: ToolContext) -> AgentList:
                 name=agent["name"],
                 transport=agent["transport"],
                 online=agent["online"],
+                connects_on_demand=agent["connects_on_demand"],
                 last_seen=last_seen.isoformat() if last_seen else None,
                 server_info=agent["server_info"],
                 tools=[AgentToolInfo(**t, gateway_name=names.get(t["name"])) for t in agent["tools"]],

@@ -23,6 +23,12 @@ class Agent(models.Model):
     capabilities = models.JSONField(default=dict, blank=True)
     token_hash = models.CharField(max_length=128, blank=True, editable=False)
     call_timeout = models.FloatField(default=30.0, help_text="Seconds to wait for a tool call.")
+    # Stock xiaozhi firmware opens its WebSocket only while someone talks to it: offline is its
+    # usual state, and a call then fails at once saying so (`outcomes.DeviceGone.on_demand`).
+    connects_on_demand = models.BooleanField(
+        default=False,
+        help_text="The device connects only while someone talks to it (stock xiaozhi firmware).",
+    )
     # The hub-assigned session of the live connection: a late disconnect of an older
     # connection must not mark a device offline that has already reconnected.
     session_id = models.CharField(max_length=64, blank=True, editable=False)

@@ -15,6 +15,7 @@ Wire form, in an `agent.reply` message: `{"result": <MCP result>}` or
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, ClassVar
 
 
@@ -97,10 +98,19 @@ class DeviceGone(CallFailed):
     kind = "gone"
 
     @classmethod
-    def offline(cls, agent_id: str) -> DeviceGone:
+    def offline(cls, agent_id: str, last_seen: datetime | None = None) -> DeviceGone:
         return cls(
-            f"Agent '{agent_id}' is offline (devices connect only while active). "
+            f"Agent '{agent_id}' is offline{_last_reachable(last_seen)}. "
             "Call list_agents to see which agents are online."
+        )
+
+    @classmethod
+    def on_demand(cls, agent_id: str, last_seen: datetime | None) -> DeviceGone:
+        """A device that connects only while someone talks to it (stock xiaozhi firmware)."""
+        return cls(
+            f"Agent '{agent_id}' connects to the hub only while someone is talking to it, and nobody "
+            f"is now{_last_reachable(last_seen)}. Its tools can be called during a conversation with "
+            "it; call list_agents to see when it is online."
         )
 
     @classmethod
@@ -163,13 +173,20 @@ FAILURES: dict[str, type[CallFailed]] = {
 }
 
 
-def absent(agent_id: str, presence: str) -> CallFailed:
-    """Why an agent that is not online (`selectors.agent_presence`) cannot be called."""
-    if presence == "unknown":
+def _last_reachable(last_seen: datetime | None) -> str:
+    return f" (last reachable {last_seen.isoformat(timespec='seconds')})" if last_seen else ""
+
+
+def absent(agent_id: str, state: str, last_seen: datetime | None = None) -> CallFailed:
+    """Why an agent that is not online (`selectors.agent_presence`: its state, and when it was
+    last reachable) cannot be called."""
+    if state == "unknown":
         return UnknownAgent.named(agent_id)
-    if presence == "pending":
+    if state == "pending":
         return CallRefused.pending(agent_id)
-    return DeviceGone.offline(agent_id)
+    if state == "on_demand":
+        return DeviceGone.on_demand(agent_id, last_seen)
+    return DeviceGone.offline(agent_id, last_seen)
 
 
 def to_wire(outcome: CallResult | CallFailed) -> dict[str, Any]:

@@ -4,7 +4,7 @@ dashboard and the REST API."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
 from asgiref.sync import sync_to_async
 from django.db.models import Count
@@ -39,6 +39,7 @@ class AgentSummary(TypedDict):
     name: str
     transport: str
     online: bool
+    connects_on_demand: bool
     last_seen: datetime | None
     server_info: dict[str, Any]
     tools: list[ToolSummary]
@@ -59,6 +60,7 @@ class AgentRow(TypedDict):
     transport: str
     approved: bool
     online: bool
+    connects_on_demand: bool
     last_seen: datetime | None
     server_info: dict[str, Any]
     tools: list[ToolRow]
@@ -89,7 +91,7 @@ def list_agents() -> list[AgentSummary]:
     agents: dict[str, AgentSummary] = {
         row["agent_id"]: {**row, "tools": []}
         for row in Agent.objects.filter(approved=True).values(
-            "agent_id", "name", "transport", "online", "last_seen", "server_info"
+            "agent_id", "name", "transport", "online", "connects_on_demand", "last_seen", "server_info"
         )
     }
     for agent_id, name, description, available in AgentTool.objects.filter(agent__approved=True).values_list(
@@ -108,15 +110,29 @@ def online_agents_by_transport() -> dict[str, int]:
     return counts
 
 
-def agent_presence(agent_id: str) -> str:
-    """'online', 'offline', 'pending' (not approved) or 'unknown'."""
-    row = Agent.objects.filter(agent_id=agent_id).values_list("approved", "online").first()
+class Presence(TypedDict):
+    """Whether an agent can be called now: `online`; `offline`; `on_demand` (offline, and it
+    connects only while someone talks to it); `pending` (not approved); `unknown`. `last_seen`:
+    when it was last reachable."""
+
+    state: Literal["online", "offline", "on_demand", "pending", "unknown"]
+    last_seen: datetime | None
+
+
+def agent_presence(agent_id: str) -> Presence:
+    row = (
+        Agent.objects.filter(agent_id=agent_id)
+        .values_list("approved", "online", "connects_on_demand", "last_seen")
+        .first()
+    )
     if row is None:
-        return "unknown"
-    approved, online = row
+        return {"state": "unknown", "last_seen": None}
+    approved, online, on_demand, last_seen = row
     if not approved:
-        return "pending"
-    return "online" if online else "offline"
+        return {"state": "pending", "last_seen": last_seen}
+    if online:
+        return {"state": "online", "last_seen": last_seen}
+    return {"state": "on_demand" if on_demand else "offline", "last_seen": last_seen}
 
 
 def agent_session(agent_id: str) -> str:
@@ -139,7 +155,14 @@ def agents(agent_ids: list[str] | None = None) -> list[AgentRow]:
     found: dict[str, AgentRow] = {
         row["agent_id"]: {**row, "tools": []}
         for row in rows.values(
-            "agent_id", "name", "transport", "approved", "online", "last_seen", "server_info"
+            "agent_id",
+            "name",
+            "transport",
+            "approved",
+            "online",
+            "connects_on_demand",
+            "last_seen",
+            "server_info",
         )
     }
     for agent_id, name, description, schema, available in (

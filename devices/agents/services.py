@@ -34,11 +34,20 @@ def hash_device_token(token: str) -> str:
 
 
 def register_agent(
-    agent_id: str, *, transport: str, name: str = "", actor: str, interface: str
+    agent_id: str,
+    *,
+    transport: str,
+    name: str = "",
+    actor: str,
+    interface: str,
+    issue_token: bool = True,
+    connects_on_demand: bool | None = None,
 ) -> tuple[Agent, str | None]:
     """Create the agent, or update it if known. WebSocket agents get a fresh device token
-    (returned once; only its hash is kept), which replaces any earlier one."""
-    token = secrets.token_urlsafe(32) if transport == Agent.Transport.WS else None
+    (returned once; only its hash is kept), which replaces any earlier one; with
+    `issue_token=False` none yet (any earlier one stops working): the device is handed one
+    later, through `issue_device_token`. `connects_on_demand`: set it, when given."""
+    token = secrets.token_urlsafe(32) if transport == Agent.Transport.WS and issue_token else None
     with transaction.atomic():
         agent, created = Agent.objects.select_for_update().get_or_create(
             agent_id=agent_id, defaults={"transport": transport, "name": name}
@@ -46,6 +55,8 @@ def register_agent(
         agent.transport = transport
         if name:
             agent.name = name
+        if connects_on_demand is not None:
+            agent.connects_on_demand = connects_on_demand
         agent.approved = True
         agent.token_hash = hash_device_token(token) if token else ""
         agent.save()
@@ -54,9 +65,63 @@ def register_agent(
             interface=interface,
             action="agent.register",
             target=f"agent:{agent_id}",
-            after={"transport": transport, "created": created, "token_issued": token is not None},
+            after={
+                "transport": transport,
+                "created": created,
+                "token_issued": token is not None,
+                "connects_on_demand": agent.connects_on_demand,
+            },
         )
     return agent, token
+
+
+def issue_device_token(agent_id: str, *, actor: str, interface: str) -> str | None:
+    """A fresh device token for a WebSocket agent (returned once; only its hash is kept),
+    replacing any earlier one; None when there is no such agent."""
+    token = secrets.token_urlsafe(32)
+    with transaction.atomic():
+        issued = Agent.objects.filter(agent_id=agent_id, transport=Agent.Transport.WS).update(
+            token_hash=hash_device_token(token)
+        )
+        if not issued:
+            return None
+        record_event(
+            actor=actor,
+            interface=interface,
+            action="agent.token",
+            target=f"agent:{agent_id}",
+            after={"token_issued": True},
+        )
+    return token
+
+
+def revoke_device_token(agent_id: str, *, actor: str, interface: str) -> bool:
+    """The agent's device token stops working: the device is refused from now on (so it no
+    longer connects on demand either: it is plainly offline), and its live connection, if any
+    (in whichever process), is recorded offline and hung up. False when there is no such agent."""
+    with transaction.atomic():
+        agent = Agent.objects.select_for_update().filter(agent_id=agent_id).first()
+        if agent is None:
+            return False
+        before = {"token": bool(agent.token_hash), "connects_on_demand": agent.connects_on_demand}
+        session_id = agent.session_id
+        agent.token_hash = ""
+        agent.connects_on_demand = False
+        agent.save(update_fields=["token_hash", "connects_on_demand"])
+        record_event(
+            actor=actor,
+            interface=interface,
+            action="agent.revoke",
+            target=f"agent:{agent_id}",
+            before=before,
+            after={"token": False, "connects_on_demand": False},
+            broadcast={"kind": "agent", "agent_id": agent_id},
+        )
+        if agent.online and session_id:
+            agent_disconnected(agent_id, session_id)
+            # Its link, which the database no longer names, steps aside and hangs up.
+            agent_channels.tell_agent_on_commit(agent_id, agent_channels.REPLACED)
+    return True
 
 
 def admit_device(agent_id: str, token: str | None, *, accept_unknown: bool) -> Agent | None:

@@ -9,18 +9,32 @@ habits (`FirmwareMcpServer`, whatever carries it): only `initialize`, `tools/lis
 `message` and no `code`; `tools/list` pages are cut at about `page_bytes` and `nextCursor`
 is the next tool's name, absent on the last page; tool results are text. `reply_delay`
 slows every reply; `drop_on_call` closes the connection instead of answering a tool call.
+
+With an `ota_url`, `onboard()` first does what stock firmware does at boot (xiaozhi-esp32's
+`Application::CheckNewVersion` with `Ota`): check in at the OTA URL with its headers and
+system information; while the answer holds an `activation` section, show the code
+(`on_code`) and poll `<ota_url>/activate` (every `poll_seconds` on 202, `error_seconds`
+after any other answer but 200, 10 times), answering the challenge with an HMAC-SHA256 under
+`device_key` when it has a `serial_number` (activation v2), with `{}` otherwise; then check in
+again. The `websocket` section's strings replace the stored ones (a token left out keeps the
+one stored), and `connect()` uses them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import json
 import logging
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
@@ -258,6 +272,34 @@ class FirmwareMcpServer:
             logger.debug("the hub went away before reply %s", payload.get("id"))
 
 
+OTA_TIMEOUT = 10.0
+ACTIVATE_TRIES = 10  # the firmware's polls of `activate` before it checks in again
+
+
+class OtaFailed(Exception):
+    """The OTA URL answered a check-in with something other than 200 (the firmware retries
+    later; the simulator stops)."""
+
+    def __init__(self, status: int, answer: Any) -> None:
+        super().__init__(f"the OTA URL answered {status}: {answer}")
+        self.status = status
+        self.answer = answer
+
+
+def _post(url: str, headers: dict[str, str], body: bytes) -> tuple[int, Any]:
+    """One HTTP POST; its status and JSON answer (None when not JSON)."""
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=OTA_TIMEOUT) as response:
+            status, raw = response.status, response.read()
+    except urllib.error.HTTPError as error:
+        status, raw = error.code, error.read()
+    try:
+        return status, json.loads(raw)
+    except ValueError:
+        return status, None
+
+
 @dataclass
 class SimulatedDevice(FirmwareMcpServer):
     url: str
@@ -271,15 +313,105 @@ class SimulatedDevice(FirmwareMcpServer):
     firmware_version: str = "1.9.0"
     tools: list[FirmwareTool] = field(default_factory=firmware_tools)
     state: DeviceState = field(default_factory=DeviceState)
+    ota_url: str = ""
+    serial_number: str = ""  # set: activation v2, answering the challenge with `device_key`
+    device_key: bytes = b"homehub-sim eFuse key"
+    poll_seconds: float = 3.0
+    error_seconds: float = 10.0
+    on_code: Callable[[str, str], None] = lambda code, message: None
     gone_errors = (ConnectionClosed,)
 
     def __post_init__(self) -> None:
         self.session_id: str | None = None
+        self.mqtt: dict[str, Any] = {}  # an OTA answer's mqtt section (this simulator speaks WebSocket)
         self.received: list[dict[str, Any]] = []  # every MCP payload from the hub
         self.closed = asyncio.Event()
         self._ws: ClientConnection | None = None
         self._reader: asyncio.Task[None] | None = None
         self._calls: set[asyncio.Task[None]] = set()
+
+    # --- the OTA exchange of stock firmware ----------------------------------------------------
+
+    async def onboard(self) -> dict[str, Any]:
+        """Check in (and activate) until the OTA URL hands over a configuration; its answer."""
+        while True:
+            answer = await self._check_in()
+            activation = answer.get("activation")
+            if not isinstance(activation, dict):
+                return answer
+            code, message = activation.get("code"), activation.get("message")
+            if isinstance(code, str):
+                self.on_code(code, message if isinstance(message, str) else "")
+            challenge = activation.get("challenge")
+            for _ in range(ACTIVATE_TRIES):
+                # Without a challenge the firmware gives up on the poll before sending it.
+                status = await self._activate(challenge) if isinstance(challenge, str) else 0
+                if status == 200:
+                    break
+                await asyncio.sleep(self.poll_seconds if status == 202 else self.error_seconds)
+
+    def _ota_headers(self) -> dict[str, str]:
+        headers = {
+            "Activation-Version": "2" if self.serial_number else "1",
+            "Device-Id": self.device_id,
+            "Client-Id": self.client_id,
+            "User-Agent": f"{self.board}/{self.firmware_version}",
+            "Accept-Language": "en-US",
+            "Content-Type": "application/json",
+        }
+        if self.serial_number:
+            headers["Serial-Number"] = self.serial_number
+        return headers
+
+    def system_info(self) -> dict[str, Any]:
+        """The check-in's body (`Board::GetSystemInfoJson`), in short."""
+        return {
+            "version": 2,
+            "language": "en-US",
+            "mac_address": self.device_id,
+            "uuid": self.client_id,
+            "chip_model_name": "esp32s3",
+            "application": {"name": "xiaozhi", "version": self.firmware_version},
+            "ota": {"label": "ota_0"},
+            "board": {"type": self.board, "name": self.board},
+        }
+
+    async def _check_in(self) -> dict[str, Any]:
+        body = json.dumps(self.system_info()).encode()
+        status, answer = await sync_to_async(_post, thread_sensitive=False)(
+            self.ota_url, self._ota_headers(), body
+        )
+        if status != 200 or not isinstance(answer, dict):
+            raise OtaFailed(status, answer)
+        # As the firmware keeps them in its settings: strings replace, what is left out stays.
+        websocket = answer.get("websocket")
+        if isinstance(websocket, dict):
+            if isinstance(websocket.get("url"), str):
+                self.url = websocket["url"]
+            if isinstance(websocket.get("token"), str):
+                self.token = websocket["token"]
+        mqtt = answer.get("mqtt")
+        if isinstance(mqtt, dict):
+            self.mqtt.update({k: v for k, v in mqtt.items() if isinstance(v, str | int)})
+            logger.info("%s: offered MQTT, which this simulator does not speak", self.device_id)
+        return answer
+
+    async def _activate(self, challenge: str) -> int:
+        """One poll of `activate` (the firmware's `Ota::Activate`); its status."""
+        payload: dict[str, str] = {}
+        if self.serial_number:
+            digest = hmac.new(self.device_key, challenge.encode(), hashlib.sha256).hexdigest()
+            payload = {
+                "algorithm": "hmac-sha256",
+                "serial_number": self.serial_number,
+                "challenge": challenge,
+                "hmac": digest,
+            }
+        url = self.ota_url + ("activate" if self.ota_url.endswith("/") else "/activate")
+        status, _ = await sync_to_async(_post, thread_sensitive=False)(
+            url, self._ota_headers(), json.dumps(payload).encode()
+        )
+        return status
 
     # --- connection --------------------------------------------------------------------------
 

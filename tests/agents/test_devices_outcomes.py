@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -74,7 +75,12 @@ FAILING = {
     "hang-up": (DeviceGone, "disconnected before answering tool 'self.do'", 409),
     "silence": (DeviceTimeout, "did not answer tool 'self.do' within 0.2 s", 504),
     "broken": (CallFailed, "could not run tool 'self.do': the radio broke", 500),
-    "offline": (DeviceGone, f"Agent '{AGENT}' is offline", 409),
+    "offline": (DeviceGone, f"Agent '{AGENT}' is offline (last reachable 2026-", 409),
+    "on demand": (
+        DeviceGone,
+        f"Agent '{AGENT}' connects to the hub only while someone is talking to it",
+        409,
+    ),
     "pending": (CallRefused, "waiting for an administrator's approval", 409),
     "unavailable tool": (UnknownTool, f"has no tool '{TOOL}'", 404),
 }
@@ -83,10 +89,13 @@ SCRIPTS = ("answer", "error", "hang-up", "silence", "broken")
 
 def _agent_as(state: str) -> None:
     """The agent in the database as `state` needs it: online with its tool, unless not."""
+    offline = state in ("offline", "on demand")
     agent = Agent.objects.create(
         agent_id=AGENT,
-        online=state != "offline",
+        online=not offline,
         approved=state != "pending",
+        connects_on_demand=state == "on demand",
+        last_seen=datetime(2026, 5, 1, 12, 0, tzinfo=UTC) if offline else None,
         call_timeout=0.2,
         session_id="s1",
     )

@@ -8,7 +8,8 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
-BEFORE = [("devices", "0005_mqttworker_subscriptions")]
+# Back to before the split: the apps that took the models over (and what depends on them) unapplied.
+BEFORE = [("devices", "0005_mqttworker_subscriptions"), ("xiaozhi", None), ("agents", None)]
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -17,7 +18,7 @@ def _migrate(targets):
     executor = MigrationExecutor(connection)
     executor.loader.build_graph()
     executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
+    return executor.loader.project_state([t for t in targets if t[1] is not None]).apps
 
 
 def test_rows_made_before_the_split_are_there_after_it():
