@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("agents", "0002_agent_connects_on_demand"),
         ("xiaozhi", "0001_mqtt_credentials"),
