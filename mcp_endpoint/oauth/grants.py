@@ -128,9 +128,10 @@ class ConnectedApp:
 
 
 def connected_apps() -> list[ConnectedApp]:
-    """Every grant not revoked, newest first, with when its token was last used."""
+    """Every grant not revoked whose code was exchanged (a token made), newest first, with when
+    its token was last used."""
     grants = (
-        OAuthGrant.objects.filter(revoked_at=None)
+        OAuthGrant.objects.filter(revoked_at=None, access_tokens__isnull=False)
         .select_related("client", "owner")
         .annotate(last_used=Max("access_tokens__last_used_at"))
     )

@@ -228,6 +228,14 @@ def test_connected_apps_lists_and_revokes(browser):
     assert Event.objects.filter(action="oauth.revoke", actor="owner").exists()
 
 
+def test_oauth_tokens_are_for_mcp_only_not_the_rest_api(browser):
+    _, answer = connect(browser, scopes=["read"])
+    from django.test import Client
+
+    rest = Client().get("/api/lights", HTTP_AUTHORIZATION=f"Bearer {answer['access_token']}")
+    assert rest.status_code == 401
+
+
 def test_static_tokens_are_untouched(db):
     row, raw = tokens.create_token("agent", ["read"])
     assert tokens.authenticate(raw) == row and row.resource == "" and row.grant is None
