@@ -223,8 +223,9 @@ LOGGING = {
     "handlers": {"stderr": {"class": "logging.StreamHandler", "stream": "ext://sys.stderr"}},
     "root": {"handlers": ["stderr"], "level": os.environ.get("HOMEHUB_LOG_LEVEL", "INFO")},
     # The device listener's embedded broker logs every connection and state change at INFO;
-    # the listener logs what matters (devices refused, silent, offline) itself.
-    "loggers": {name: {"level": "WARNING"} for name in ("amqtt", "transitions")},
+    # the listener logs what matters (devices refused, silent, offline) itself. oauthlib logs
+    # the tokens it issues at DEBUG: never, whatever HOMEHUB_LOG_LEVEL says.
+    "loggers": {name: {"level": "WARNING"} for name in ("amqtt", "transitions", "oauthlib")},
 }
 
 # --- MCP --------------------------------------------------------------------------------

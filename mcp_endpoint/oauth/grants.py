@@ -18,7 +18,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from mcp_endpoint import tokens
-from mcp_endpoint.models import AccessToken, OAuthClient, OAuthGrant, RefreshToken
+from mcp_endpoint.models import AccessToken, AuthorizationCode, OAuthClient, OAuthGrant, RefreshToken
 from mcp_endpoint.oauth.clients import shown_host
 
 logger = logging.getLogger(__name__)
@@ -62,6 +62,10 @@ def issue(grant: OAuthGrant, access_token: str, refresh_token: str, expires_in: 
                 resource=grant.resource,
                 **fields,
             )
+        # What can no longer be used goes (a used refresh token is kept until it would have
+        # expired: presented again, it must still be recognised as replayed).
+        RefreshToken.objects.filter(grant=grant, expires_at__lt=now).delete()
+        AuthorizationCode.objects.filter(expires_at__lt=now).delete()
         RefreshToken.objects.create(
             token_hash=tokens.hash_secret(refresh_token),
             grant=grant,

@@ -185,6 +185,23 @@ def test_a_code_works_once_and_only_with_its_verifier(browser):
     assert token_request(browser, **exchange, code_verifier=verifier).json()["error"] == "invalid_grant"
 
 
+def test_a_code_presented_again_revokes_what_it_was_exchanged_for(browser):
+    client_id = register(browser).json()["client_id"]
+    verifier, challenge = pkce()
+    _, params = redirected(browser.post(authorize_url(client_id, challenge), ALLOW_READ))
+    exchange = {
+        "grant_type": "authorization_code",
+        "code": params["code"],
+        "redirect_uri": REDIRECT,
+        "client_id": client_id,
+        "code_verifier": verifier,
+    }
+    issued = token_request(browser, **exchange).json()
+    assert tokens.authenticate(issued["access_token"]) is not None
+    assert token_request(browser, **exchange).json()["error"] == "invalid_grant"
+    assert tokens.authenticate(issued["access_token"]) is None
+
+
 def test_refresh_rotates_and_a_reused_refresh_token_revokes_the_family(browser):
     client_id, first = connect(browser)
     refresh = {"grant_type": "refresh_token", "client_id": client_id, "resource": RESOURCE}
