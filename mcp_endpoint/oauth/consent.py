@@ -47,7 +47,8 @@ class ConsentRequest:
 
 
 def review(uri: str) -> ConsentRequest:
-    """What the authorization request at `uri` asks for; Refused or SendBack if invalid."""
+    """What the authorization request at `uri` asks for (of the declared scopes; all of them
+    when it names none of them); Refused or SendBack if invalid."""
     try:
         scope_names, credentials = server.authorization.validate_authorization_request(uri, "GET")
     except errors.FatalClientError as fatal:
@@ -64,7 +65,8 @@ def review(uri: str) -> ConsentRequest:
         client_host=shown_host(client),
         registered=client.kind == OAuthClient.Kind.REGISTERED,
         redirect_uri=credentials["redirect_uri"],
-        scopes=[scope for scope in declared_scopes.all() if scope.name in scope_names],
+        scopes=[scope for scope in declared_scopes.all() if scope.name in scope_names]
+        or declared_scopes.all(),
     )
 
 

@@ -120,7 +120,9 @@ class HubRequestValidator(RequestValidator):
         *args: Any,
         **kwargs: Any,
     ) -> bool:
-        return all(name in declared_scopes for name in scopes)
+        """Scopes the hub does not declare (`offline_access`, `openid`...) are ignored, as RFC
+        6749 3.3 allows: the owner is offered the declared ones asked for (`consent.review`)."""
+        return True
 
     def get_default_scopes(self, client_id: str, request: Request, *args: Any, **kwargs: Any) -> list[str]:
         return list(declared_scopes.names())

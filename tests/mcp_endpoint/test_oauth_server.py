@@ -109,6 +109,17 @@ def test_consent_page_names_the_client_and_its_scopes_and_deny_sends_access_deni
     assert not OAuthGrant.objects.exists()
 
 
+def test_undeclared_scopes_are_ignored(browser):
+    client_id = register(browser).json()["client_id"]
+    url = authorize_url(client_id, pkce()[1], scope="offline_access read")
+    text = browser.get(url).content.decode()
+    assert 'value="read"' in text and 'value="control"' not in text and "offline_access" not in text
+    only_unknown = browser.get(authorize_url(client_id, pkce()[1], scope="openid")).content.decode()
+    assert 'value="read"' in only_unknown and 'value="control"' in only_unknown  # all declared
+    _, params = redirected(browser.post(url, {"decision": "allow", "scope": ["read", "offline_access"]}))
+    assert OAuthGrant.objects.get().scopes == ["read"] and "code" in params
+
+
 def test_consent_needs_the_owner_logged_in_and_a_csrf_token(client, owner):
     client_id = register(client).json()["client_id"]
     url = authorize_url(client_id, pkce()[1])
