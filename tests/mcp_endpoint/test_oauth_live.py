@@ -5,6 +5,7 @@ and the owner revoking it on Connected apps. Also dynamic registration with narr
 and a token for another resource."""
 
 import json
+import subprocess
 import time
 from urllib.parse import parse_qs, urlsplit
 
@@ -17,7 +18,9 @@ from devices.home.models import Light
 from mcp_endpoint import tokens
 from mcp_endpoint.models import OAuthClient, RefreshToken
 from mcp_endpoint.oauth import grants
+from tests.conftest import free_port
 from tests.hub_support import running_hub
+from tests.mcp_endpoint.test_mcp_conformance import NEXT, NODE, SUITE_DIR, _suite_installed
 from tests.mcp_helpers import call
 from tests.oauth_support import OWNER, PASSWORD, make_certificate, served_documents
 
@@ -61,8 +64,8 @@ class Owner:
         }
         assert self.http.post("/login/", data=form).status_code == 302
 
-    async def consent(self, authorization_url: str) -> None:
-        """The SDK's redirect handler: the owner sees the page and allows the scopes kept."""
+    def allow(self, authorization_url: str) -> str:
+        """The owner sees the consent page and allows the scopes kept: where they are sent."""
         page = self.http.get(authorization_url)
         assert page.status_code == 200, page.text[:300]
         self.pages.append(page.text)
@@ -73,7 +76,11 @@ class Owner:
         }
         answer = self.http.post(authorization_url, data=form)
         assert answer.status_code == 302
-        location = answer.headers["location"]
+        return answer.headers["location"]
+
+    async def consent(self, authorization_url: str) -> None:
+        """The SDK's redirect handler."""
+        location = self.allow(authorization_url)
         assert location.startswith(REDIRECT)
         self.answer = {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
 
@@ -226,3 +233,39 @@ def test_a_token_for_another_resource_is_refused(daphne_server, owner):
     token = grants.new_access_token(here)
     grants.issue(here, token, grants.new_refresh_token(), 600)
     assert call_tool(daphne_server, token, "get_alarm_status", {}).status_code == 200
+
+
+@pytest.mark.conformance
+def test_the_conformance_suites_authorization_server_scenarios(daphne_server, owner):
+    """The official suite's authorization-server scenarios (metadata, the authorization code
+    grant with PKCE and a resource), the owner answering the consent page it points to."""
+    _suite_installed(NEXT)
+    port = free_port()
+    callback = f"http://127.0.0.1:{port}/callback"
+    registration = {"client_name": "conformance", "redirect_uris": [callback]}
+    client_id = httpx.post(daphne_server + "/oauth/register", json=registration).json()["client_id"]
+    command = [str(NODE), str(NEXT.cli), "authorization", "--url", daphne_server, "--client-id", client_id]
+    command += ["--port", str(port), "--resource", daphne_server + "/mcp"]
+    suite = subprocess.Popen(
+        command, cwd=SUITE_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        output = []
+        while not (line := suite.stdout.readline()).startswith(daphne_server + "/oauth/authorize"):
+            assert line, "the suite ended without an authorization URL: " + "".join(output)
+            output.append(line)
+        browser = Owner(daphne_server, keep=["read"])
+        browser.log_in()
+        location = browser.allow(line.strip())
+        assert location.startswith(callback + "?code=")
+        for _ in range(50):  # its callback server may still be starting
+            try:
+                httpx.get(location, timeout=5)
+                break
+            except httpx.ConnectError:
+                time.sleep(0.1)
+        rest, _ = suite.communicate(timeout=60)
+    finally:
+        suite.kill()
+    assert suite.returncode == 0, rest
+    assert "Total: 3 passed, 0 failed" in rest
