@@ -19,6 +19,9 @@ from mcp_endpoint.oauth import client_documents
 REGISTERED_PREFIX = "hhc_"
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
 GRANT_TYPES = {"authorization_code", "refresh_token"}
+# Anyone may register (RFC 7591 is unauthenticated): a registration nobody authorized within
+# this long is deleted, so that registrations cannot pile up.
+UNUSED_REGISTRATION = timedelta(days=1)
 
 
 class RegistrationError(Exception):
@@ -84,6 +87,11 @@ def register(metadata: Any) -> OAuthClient:
         )
     if metadata.get("response_types", ["code"]) != ["code"]:
         raise RegistrationError("invalid_client_metadata", "response_types must be [code]")
+    OAuthClient.objects.filter(
+        kind=OAuthClient.Kind.REGISTERED,
+        grants__isnull=True,
+        created_at__lt=timezone.now() - UNUSED_REGISTRATION,
+    ).delete()
     client_id = REGISTERED_PREFIX + secrets.token_urlsafe(18)
     return OAuthClient.objects.create(
         client_id=client_id,

@@ -4,13 +4,15 @@ code and refresh grants (rotation, reuse), revocation, dynamic registration, and
 fetch of client metadata documents."""
 
 import json
+from datetime import timedelta
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
+from django.utils import timezone
 
 from devices.audit.models import Event
 from mcp_endpoint import tokens
-from mcp_endpoint.models import AccessToken, OAuthGrant, RefreshToken
+from mcp_endpoint.models import AccessToken, OAuthClient, OAuthGrant, RefreshToken
 from mcp_endpoint.oauth import client_documents
 from mcp_endpoint.oauth.client_documents import ClientDocumentError
 from tests.oauth_support import make_certificate, pkce, served_documents
@@ -280,6 +282,11 @@ def test_registration_checks_its_metadata(client, db):
     assert made.json()["token_endpoint_auth_method"] == "none" and made.json()["client_id"].startswith("hhc_")
     bad = client.post("/oauth/register", "not json", content_type="application/json")
     assert bad.json()["error"] == "invalid_client_metadata"
+    OAuthClient.objects.filter(client_id=made.json()["client_id"]).update(
+        created_at=timezone.now() - timedelta(days=2)
+    )
+    register(client)  # a registration nobody authorized for a day is deleted
+    assert not OAuthClient.objects.filter(client_id=made.json()["client_id"]).exists()
 
 
 # --- the guarded fetch of client metadata documents ---------------------------------------------
