@@ -37,7 +37,7 @@ class TokenAuth(HttpBearer):
 
     def authenticate(self, request: HttpRequest, token: str) -> RestCaller | None:
         found = authenticate(token)
-        if found is None:
+        if found is None or found.resource:  # OAuth tokens are for the resource they name: /mcp
             return None
         return RestCaller(actor=found.name, scopes=frozenset(found.scopes))
 

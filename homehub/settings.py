@@ -223,8 +223,9 @@ LOGGING = {
     "handlers": {"stderr": {"class": "logging.StreamHandler", "stream": "ext://sys.stderr"}},
     "root": {"handlers": ["stderr"], "level": os.environ.get("HOMEHUB_LOG_LEVEL", "INFO")},
     # The device listener's embedded broker logs every connection and state change at INFO;
-    # the listener logs what matters (devices refused, silent, offline) itself.
-    "loggers": {name: {"level": "WARNING"} for name in ("amqtt", "transitions")},
+    # the listener logs what matters (devices refused, silent, offline) itself. oauthlib logs
+    # the tokens it issues at DEBUG: never, whatever HOMEHUB_LOG_LEVEL says.
+    "loggers": {name: {"level": "WARNING"} for name in ("amqtt", "transitions", "oauthlib")},
 }
 
 # --- MCP --------------------------------------------------------------------------------
@@ -256,6 +257,16 @@ MCP_ENDPOINT_DEFAULT_TOOLS = env_list(
 MCP_ENDPOINT_POLL_SECONDS = float(os.environ.get("MCP_ENDPOINT_POLL_SECONDS", 5))
 # WebSocket pings to each endpoint this often; one unanswered this long drops the connection.
 MCP_ENDPOINT_PING_SECONDS = float(os.environ.get("MCP_ENDPOINT_PING_SECONDS", 20))
+
+# The hub's OAuth 2.1 server for /mcp (`mcp_endpoint.oauth`: hosted connectors): how long an
+# access token lasts (the client refreshes it), how long a refresh token may wait to be used,
+# how long a client's metadata document (its client_id URL) is kept before it is read again,
+# and whether documents on loopback addresses may be read (tests and development only: a
+# client could otherwise make the hub fetch from its own machine).
+MCP_OAUTH_ACCESS_TOKEN_SECONDS = int(os.environ.get("MCP_OAUTH_ACCESS_TOKEN_SECONDS", 3600))
+MCP_OAUTH_REFRESH_TOKEN_SECONDS = int(os.environ.get("MCP_OAUTH_REFRESH_TOKEN_SECONDS", 30 * 86400))
+MCP_OAUTH_CLIENT_CACHE_SECONDS = int(os.environ.get("MCP_OAUTH_CLIENT_CACHE_SECONDS", 3600))
+MCP_OAUTH_ALLOW_LOOPBACK_CLIENTS = env_bool("MCP_OAUTH_ALLOW_LOOPBACK_CLIENTS", False)
 
 # --- Audit trail ------------------------------------------------------------------------------
 # Successful read-only MCP tool calls are counted in /metrics; set to also keep each as an Event.

@@ -1,8 +1,10 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from dashboard import oauth as dashboard_oauth
 from homehub import views
 from homehub.api import api
+from mcp_endpoint.oauth import views as oauth
 from mcp_endpoint.views import protected_resource_metadata
 
 urlpatterns = [
@@ -11,6 +13,11 @@ urlpatterns = [
     path("metrics", views.metrics, name="metrics"),
     path(".well-known/oauth-protected-resource", protected_resource_metadata),
     path(".well-known/oauth-protected-resource/mcp", protected_resource_metadata),
+    path(".well-known/oauth-authorization-server", oauth.authorization_server_metadata),
+    path("oauth/authorize", dashboard_oauth.authorize, name="oauth-authorize"),
+    path("oauth/token", oauth.token, name="oauth-token"),
+    path("oauth/register", oauth.register, name="oauth-register"),
+    path("oauth/revoke", oauth.revoke, name="oauth-revoke"),
     path("api/", api.urls),
     path("xiaozhi/", include("devices.xiaozhi.urls")),
     path("", include("dashboard.urls")),

@@ -1,5 +1,6 @@
-"""Access tokens for LLM agents (only a hash of each secret is stored), their HTTP sessions, and
-the outbound endpoints the hub serves."""
+"""Access tokens for LLM agents (only a hash of each secret is stored), their HTTP sessions, the
+outbound endpoints the hub serves, and the hub's OAuth server's clients, grants, codes and refresh
+tokens (hashed too; see `mcp_endpoint.oauth`)."""
 
 from django.conf import settings
 from django.db import models
@@ -22,6 +23,14 @@ class AccessToken(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked = models.BooleanField(default=False)
+    # Set on the one token an OAuth grant issues (its secret changes at each refresh); static
+    # tokens (`create_mcp_token`, the admin) have neither.
+    grant = models.ForeignKey(
+        "OAuthGrant", null=True, blank=True, on_delete=models.CASCADE, related_name="access_tokens"
+    )
+    resource = models.CharField(
+        max_length=2000, blank=True, help_text="The only resource (RFC 8707) the token is for; blank: any."
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -94,3 +103,74 @@ class OutboundEndpoint(models.Model):
     def is_connected(self) -> bool:
         """Connected, by a process whose lease has not lapsed (a killed process cannot say)."""
         return self.connected and self.held_until is not None and self.held_until > timezone.now()
+
+
+class OAuthClient(models.Model):
+    """A client of the hub's OAuth server: a Client ID Metadata Document's URL (the document is
+    fetched and kept for MCP_OAUTH_CLIENT_CACHE_SECONDS) or an id given by dynamic registration."""
+
+    class Kind(models.TextChoices):
+        DOCUMENT = "document"
+        REGISTERED = "registered"
+
+    client_id = models.CharField(max_length=2000, unique=True)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    client_name = models.CharField(max_length=200, blank=True)
+    redirect_uris = models.JSONField(default=list)
+    metadata = models.JSONField(default=dict, help_text="The document or registration as received.")
+    fetched_at = models.DateTimeField(null=True, blank=True, help_text="When the document was read.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["client_name", "client_id"]
+
+    def __str__(self) -> str:
+        return self.client_name or self.client_id
+
+
+class OAuthGrant(models.Model):
+    """An owner's consent to one client: the scopes it may use at one resource. Its access token
+    and its refresh tokens (one family) descend from it; revoking it ends them all."""
+
+    client = models.ForeignKey(OAuthClient, on_delete=models.CASCADE, related_name="grants")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="oauth_grants")
+    scopes = models.JSONField(default=list)
+    resource = models.CharField(max_length=2000)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.client} for {self.owner}"
+
+
+class AuthorizationCode(models.Model):
+    """A code the authorization endpoint handed out: single use, short-lived, bound to its PKCE
+    challenge and redirect URI; only its hash is stored."""
+
+    code_hash = models.CharField(max_length=64, unique=True)
+    grant = models.ForeignKey(OAuthGrant, on_delete=models.CASCADE, related_name="codes")
+    redirect_uri = models.CharField(max_length=2000)
+    code_challenge = models.CharField(max_length=128)
+    code_challenge_method = models.CharField(max_length=8)
+    expires_at = models.DateTimeField()
+    used = models.BooleanField(default=False)
+
+    def __str__(self) -> str:
+        return f"code of {self.grant}"
+
+
+class RefreshToken(models.Model):
+    """One refresh token of a grant's family; `used` once exchanged (rotation): presenting it
+    again revokes the grant. Only its hash is stored."""
+
+    token_hash = models.CharField(max_length=64, unique=True)
+    grant = models.ForeignKey(OAuthGrant, on_delete=models.CASCADE, related_name="refresh_tokens")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    used = models.BooleanField(default=False)
+
+    def __str__(self) -> str:
+        return f"refresh token of {self.grant}"

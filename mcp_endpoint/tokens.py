@@ -10,6 +10,9 @@ copy without a database trip. Revoking through `revoke()`/`revoke_all()` (the ad
 action and form use them) forgets the copy at once in the process that revoked; any other
 process stops accepting the token within `MCP_AUTH_CACHE_SECONDS`, which is the bound on
 how long a revoked token keeps working anywhere.
+
+A token issued by the hub's OAuth server (`mcp_endpoint.oauth`) is a row like any other, with
+its grant and resource set; a refresh gives its row a new secret and expiry.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ PREFIX = "hh_"
 LAST_USED_RESOLUTION = timedelta(minutes=1)  # do not write a row on every call
 
 
-def _hash(secret: str) -> str:
+def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
@@ -53,7 +56,7 @@ def create_token(
         name=name,
         owner=owner,
         key_id=key_id,
-        secret_hash=_hash(secret),
+        secret_hash=hash_secret(secret),
         scopes=parse_scopes(scopes),
         expires_at=expires_at,
     )
@@ -81,8 +84,8 @@ def _from_cache(key_id: str, secret: str) -> AccessToken | object | None:
     if found is None or time.monotonic() - found[1] > settings.MCP_AUTH_CACHE_SECONDS:
         return _MISS
     token = found[0]
-    if not hmac.compare_digest(token.secret_hash, _hash(secret)):
-        return None  # the hash of a key id never changes: a wrong secret stays wrong
+    if not hmac.compare_digest(token.secret_hash, hash_secret(secret)):
+        return _MISS  # wrong, or the row's secret changed since (an OAuth refresh): ask the database
     if not token.is_active:
         return None
     if token.last_used_at is None or timezone.now() - token.last_used_at > LAST_USED_RESOLUTION:
@@ -97,7 +100,7 @@ def _verify(key_id: str, secret: str) -> AccessToken | None:
         return None
     if settings.MCP_AUTH_CACHE_SECONDS > 0:
         _verified[key_id] = (token, time.monotonic())
-    if not hmac.compare_digest(token.secret_hash, _hash(secret)) or not token.is_active:
+    if not hmac.compare_digest(token.secret_hash, hash_secret(secret)) or not token.is_active:
         return None
     now = timezone.now()
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:

@@ -26,6 +26,7 @@ from mcp_endpoint import http_sessions, jsonrpc, sse_store
 from mcp_endpoint.db_upkeep import tidy_connections
 from mcp_endpoint.jsonrpc import JsonRpcError
 from mcp_endpoint.models import AccessToken
+from mcp_endpoint.oauth.resources import hub_resource, same_resource
 from mcp_endpoint.protocol import (
     META_PROTOCOL_VERSION,
     STATELESS_VERSIONS,
@@ -100,7 +101,7 @@ class StreamableHttpApp:
             return
         await tidy_connections()
         token = await aauthenticate(bearer_token(request.headers.get("authorization")))
-        if token is None:
+        if token is None or not _for_this_resource(token, request):
             await self._unauthorized(request, send)
             return
         caller = caller_for(token, INTERFACE)
@@ -119,7 +120,10 @@ class StreamableHttpApp:
     async def _unauthorized(self, request: Request, send: AsgiSend) -> None:
         challenge = f'Bearer realm="homehub", resource_metadata="{_resource_metadata(request)}"'
         if request.headers.get("authorization"):
-            challenge += ', error="invalid_token", error_description="unknown, revoked or expired token"'
+            challenge += (
+                ', error="invalid_token", error_description="unknown, revoked or expired token,'
+                ' or one for another resource"'
+            )
         await respond_json(
             send,
             401,
@@ -434,6 +438,11 @@ def _unsupported_version(headers: dict[str, str]) -> JsonRpcError | None:
         f"Bad Request: unsupported MCP-Protocol-Version {version}",
         {"supported": list(SUPPORTED_VERSIONS), "requested": version},
     )
+
+
+def _for_this_resource(token: AccessToken, request: Request) -> bool:
+    """An OAuth token is bound to the resource it was issued for (RFC 8707): this `/mcp`."""
+    return not token.resource or same_resource(token.resource, hub_resource(request.base_url))
 
 
 def _resource_metadata(request: Request) -> str:

@@ -47,7 +47,7 @@ class McpWebSocketConsumer(AsyncWebsocketConsumer):
             tokens = parse_qs(request.query).get("token")
             raw = tokens[0] if tokens else None
         token = await aauthenticate(raw)
-        if token is None:
+        if token is None or token.resource:  # OAuth tokens are for the resource they name: /mcp
             await self.close(code=CLOSE_POLICY_VIOLATION)
             return
         offered = self.scope.get("subprotocols") or []

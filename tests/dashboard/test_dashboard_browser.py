@@ -337,6 +337,7 @@ PHONE_PAGES = {
     "invoice-batch": "/invoices/batches/{job}/",
     "activity": "/activity/",
     "confirm-disarm": "/alarm/",
+    "connected-apps": "/connected-apps/",
 }
 
 

@@ -1,0 +1,74 @@
+"""The owner's OAuth pages: the consent page of the hub's authorization endpoint (a hosted
+connector sends the owner here, logged in first) and Connected apps, where access is revoked.
+Thin views over `mcp_endpoint.oauth.consent` and `.grants`; granting and revoking are audited
+here (the MCP engine imports no app)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from devices.audit.models import Event
+from devices.audit.services import record_event
+from mcp_endpoint.oauth import consent, grants
+
+DASHBOARD = Event.Interface.DASHBOARD
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def authorize(request: HttpRequest) -> HttpResponse:
+    """GET: what the client asks for, each scope a checkbox; POST: the owner's answer."""
+    uri = request.build_absolute_uri()
+    try:
+        asked = consent.review(uri)
+    except consent.Refused as refused:
+        context = {"page": "connected_apps", "error": refused.description}
+        return render(request, "dashboard/oauth_consent.html", context, status=400)
+    except consent.SendBack as back:
+        return redirect(back.location)
+    if request.method == "GET":
+        return render(request, "dashboard/oauth_consent.html", {"page": "connected_apps", "asked": asked})
+    if request.POST.get("decision") != "allow":
+        return redirect(consent.deny(uri))
+    assert isinstance(request.user, User)  # login_required
+    location, grant = consent.approve(uri, request.user, request.POST.getlist("scope"))
+    if grant is not None:
+        record_event(
+            actor=request.user.get_username(),
+            interface=DASHBOARD,
+            action="oauth.grant",
+            target=f"oauth:{asked.client_host}"[:200],
+            after={"client": asked.client_name, "client_id": asked.client_id[:200], "scopes": grant.scopes},
+        )
+    return redirect(location)
+
+
+@require_GET
+@login_required
+def connected_apps(request: HttpRequest) -> HttpResponse:
+    return render(
+        request, "dashboard/connected_apps.html", {"page": "connected_apps", "apps": grants.connected_apps()}
+    )
+
+
+@require_POST
+@login_required
+def revoke_app(request: HttpRequest, grant_id: int) -> HttpResponse:
+    app = grants.revoke_app(grant_id)
+    if app is None:
+        messages.error(request, "That app has no access to revoke.")
+    else:
+        record_event(
+            actor=request.user.get_username(),
+            interface=DASHBOARD,
+            action="oauth.revoke",
+            target=f"oauth:{app.client_host}"[:200],
+            before={"client": app.client_name, "scopes": app.scopes, "owner": app.owner},
+        )
+        messages.success(request, f"{app.client_name} no longer has access to the hub.")
+    return redirect("dashboard:connected_apps")

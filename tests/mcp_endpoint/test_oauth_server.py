@@ -1,0 +1,362 @@
+"""The hub's OAuth server through Django's test client: metadata, the authorization request's
+checks (PKCE S256, exact redirect URI, resource), consent and its Deny, the token endpoint's
+code and refresh grants (rotation, reuse), revocation, dynamic registration, and the guarded
+fetch of client metadata documents."""
+
+import json
+from datetime import timedelta
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import pytest
+from django.utils import timezone
+
+from devices.audit.models import Event
+from mcp_endpoint import tokens
+from mcp_endpoint.models import AccessToken, OAuthClient, OAuthGrant, RefreshToken
+from mcp_endpoint.oauth import client_documents
+from mcp_endpoint.oauth.client_documents import ClientDocumentError
+from tests.oauth_support import make_certificate, pkce, served_documents
+
+HUB = "http://testserver"
+RESOURCE = HUB + "/mcp"
+REDIRECT = "http://127.0.0.1:9/callback"
+ALLOW_READ = {"decision": "allow", "scope": ["read"]}
+
+
+@pytest.fixture
+def owner(django_user_model):
+    return django_user_model.objects.create_user("owner", password="pw-for-tests")
+
+
+@pytest.fixture
+def browser(client, owner):
+    client.force_login(owner)
+    return client
+
+
+def register(client, **metadata):
+    body = {"client_name": "Registered app", "redirect_uris": [REDIRECT], **metadata}
+    return client.post("/oauth/register", body, content_type="application/json")
+
+
+def authorize_url(client_id, challenge, **params):
+    query = {
+        "response_type": "code",
+        "client_id": client_id,
+        "redirect_uri": REDIRECT,
+        "state": "st-123",
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+        "scope": "read control",
+        "resource": RESOURCE,
+        **params,
+    }
+    return "/oauth/authorize?" + urlencode({k: v for k, v in query.items() if v is not None})
+
+
+def redirected(response):
+    assert response.status_code == 302, response.content[:500]
+    location = response["Location"]
+    return location, {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
+
+
+def token_request(client, **data):
+    return client.post("/oauth/token", urlencode(data), content_type="application/x-www-form-urlencoded")
+
+
+def connect(browser, scopes=("read", "control")):
+    """Register, consent to `scopes`, exchange the code: (client_id, token answer)."""
+    client_id = register(browser).json()["client_id"]
+    verifier, challenge = pkce()
+    url = authorize_url(client_id, challenge)
+    _, params = redirected(browser.post(url, {"decision": "allow", "scope": list(scopes)}))
+    answer = token_request(
+        browser,
+        grant_type="authorization_code",
+        code=params["code"],
+        redirect_uri=REDIRECT,
+        client_id=client_id,
+        code_verifier=verifier,
+        resource=RESOURCE,
+    )
+    assert answer.status_code == 200, answer.content
+    return client_id, answer.json()
+
+
+def test_metadata_names_the_hub_as_its_own_authorization_server(client, db):
+    server = client.get("/.well-known/oauth-authorization-server").json()
+    assert server["issuer"] == HUB
+    assert server["authorization_endpoint"] == HUB + "/oauth/authorize"
+    assert server["code_challenge_methods_supported"] == ["S256"]
+    assert server["client_id_metadata_document_supported"] is True
+    assert "none" in server["token_endpoint_auth_methods_supported"]
+    assert server["scopes_supported"][:2] == ["read", "control"] and "fel" in server["scopes_supported"]
+    assert {"registration_endpoint", "revocation_endpoint", "token_endpoint"} <= set(server)
+    resource = client.get("/.well-known/oauth-protected-resource/mcp").json()
+    assert resource["authorization_servers"] == [HUB] and resource["resource"] == RESOURCE
+
+
+def test_consent_page_names_the_client_and_its_scopes_and_deny_sends_access_denied(browser):
+    client_id = register(browser).json()["client_id"]
+    url = authorize_url(client_id, pkce()[1])
+    page = browser.get(url)
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "Registered app" in text and "127.0.0.1" in text
+    assert 'name="scope" value="read"' in text and 'name="scope" value="control"' in text
+    assert 'value="fel"' not in text  # not asked for
+    location, params = redirected(browser.post(url, {"decision": "deny", "scope": ["read"]}))
+    assert location.startswith(REDIRECT)
+    assert params["error"] == "access_denied" and params["state"] == "st-123"
+    assert not OAuthGrant.objects.exists()
+
+
+def test_undeclared_scopes_are_ignored(browser):
+    client_id = register(browser).json()["client_id"]
+    url = authorize_url(client_id, pkce()[1], scope="offline_access read")
+    text = browser.get(url).content.decode()
+    assert 'value="read"' in text and 'value="control"' not in text and "offline_access" not in text
+    only_unknown = browser.get(authorize_url(client_id, pkce()[1], scope="openid")).content.decode()
+    assert 'value="read"' in only_unknown and 'value="control"' in only_unknown  # all declared
+    _, params = redirected(browser.post(url, {"decision": "allow", "scope": ["read", "offline_access"]}))
+    assert OAuthGrant.objects.get().scopes == ["read"] and "code" in params
+
+
+def test_consent_needs_the_owner_logged_in_and_a_csrf_token(client, owner):
+    client_id = register(client).json()["client_id"]
+    url = authorize_url(client_id, pkce()[1])
+    response = client.get(url)
+    assert response.status_code == 302 and response["Location"].startswith("/login/?next=")
+    from django.test import Client
+
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(owner)
+    assert strict.post(url, {"decision": "allow", "scope": ["read"]}).status_code == 403
+
+
+def test_plain_pkce_and_a_missing_challenge_are_refused(browser):
+    client_id = register(browser).json()["client_id"]
+    verifier = "v" * 50
+    _, params = redirected(browser.get(authorize_url(client_id, verifier, code_challenge_method="plain")))
+    assert params["error"] == "invalid_request" and params["state"] == "st-123"
+    _, params = redirected(browser.get(authorize_url(client_id, None, code_challenge_method=None)))
+    assert params["error"] == "invalid_request"
+
+
+def test_bad_client_or_redirect_uri_is_shown_never_redirected(browser):
+    client_id = register(browser).json()["client_id"]
+    wrong = browser.get(authorize_url(client_id, pkce()[1], redirect_uri="http://127.0.0.1:9/other"))
+    assert wrong.status_code == 400 and b"cannot be used" in wrong.content
+    unknown = browser.get(authorize_url("hhc_nobody", pkce()[1]))
+    assert unknown.status_code == 400
+
+
+def test_a_resource_other_than_the_hubs_mcp_is_invalid_target(browser):
+    client_id = register(browser).json()["client_id"]
+    url = authorize_url(client_id, pkce()[1], resource="https://elsewhere.example/mcp")
+    _, params = redirected(browser.get(url))
+    assert params["error"] == "invalid_target"
+
+    verifier, challenge = pkce()
+    _, params = redirected(browser.post(authorize_url(client_id, challenge), ALLOW_READ))
+    answer = token_request(
+        browser,
+        grant_type="authorization_code",
+        code=params["code"],
+        redirect_uri=REDIRECT,
+        client_id=client_id,
+        code_verifier=verifier,
+        resource="https://elsewhere.example/mcp",
+    )
+    assert answer.status_code == 400 and answer.json()["error"] == "invalid_target"
+
+
+def test_code_exchange_issues_a_hashed_bound_short_lived_token_for_the_kept_scopes(browser, owner, settings):
+    settings.MCP_OAUTH_ACCESS_TOKEN_SECONDS = 600
+    client_id, answer = connect(browser, scopes=["read"])
+    assert answer["token_type"] == "Bearer" and answer["expires_in"] == 600 and answer["scope"] == "read"
+    row = tokens.authenticate(answer["access_token"])
+    assert row is not None and row.scopes == ["read"] and row.owner == owner
+    assert row.resource == RESOURCE and row.grant.client.client_id == client_id
+    assert answer["access_token"] not in row.secret_hash
+    assert not RefreshToken.objects.filter(token_hash=answer["refresh_token"]).exists()  # hashed
+    event = Event.objects.get(action="oauth.grant")
+    assert (event.actor, event.interface, event.after["scopes"]) == ("owner", "dashboard", ["read"])
+
+
+def test_a_code_works_once_and_only_with_its_verifier(browser):
+    client_id = register(browser).json()["client_id"]
+    verifier, challenge = pkce()
+    _, params = redirected(browser.post(authorize_url(client_id, challenge), ALLOW_READ))
+    exchange = {
+        "grant_type": "authorization_code",
+        "code": params["code"],
+        "redirect_uri": REDIRECT,
+        "client_id": client_id,
+    }
+    assert token_request(browser, **exchange, code_verifier="x" * 50).json()["error"] == "invalid_grant"
+    assert token_request(browser, **exchange, code_verifier=verifier).json()["error"] == "invalid_grant"
+
+
+def test_a_code_presented_again_revokes_what_it_was_exchanged_for(browser):
+    client_id = register(browser).json()["client_id"]
+    verifier, challenge = pkce()
+    _, params = redirected(browser.post(authorize_url(client_id, challenge), ALLOW_READ))
+    exchange = {
+        "grant_type": "authorization_code",
+        "code": params["code"],
+        "redirect_uri": REDIRECT,
+        "client_id": client_id,
+        "code_verifier": verifier,
+    }
+    issued = token_request(browser, **exchange).json()
+    assert tokens.authenticate(issued["access_token"]) is not None
+    assert token_request(browser, **exchange).json()["error"] == "invalid_grant"
+    assert tokens.authenticate(issued["access_token"]) is None
+
+
+def test_refresh_rotates_and_a_reused_refresh_token_revokes_the_family(browser):
+    client_id, first = connect(browser)
+    refresh = {"grant_type": "refresh_token", "client_id": client_id, "resource": RESOURCE}
+    second = token_request(browser, **refresh, refresh_token=first["refresh_token"])
+    assert second.status_code == 200
+    second = second.json()
+    assert second["refresh_token"] != first["refresh_token"]
+    assert tokens.authenticate(second["access_token"]) is not None
+    assert tokens.authenticate(first["access_token"]) is None  # the row's secret changed
+    assert AccessToken.objects.filter(grant__isnull=False).count() == 1  # one row per grant
+
+    replay = token_request(browser, **refresh, refresh_token=first["refresh_token"])
+    assert replay.status_code == 400 and replay.json()["error"] == "invalid_grant"
+    assert tokens.authenticate(second["access_token"]) is None  # the family is revoked
+    after = token_request(browser, **refresh, refresh_token=second["refresh_token"])
+    assert after.json()["error"] == "invalid_grant"
+
+
+def test_revocation_endpoint_ends_the_grant(browser):
+    client_id, answer = connect(browser)
+    response = browser.post(
+        "/oauth/revoke",
+        urlencode({"token": answer["refresh_token"], "client_id": client_id}),
+        content_type="application/x-www-form-urlencoded",
+    )
+    assert response.status_code == 200
+    assert tokens.authenticate(answer["access_token"]) is None
+    assert OAuthGrant.objects.get().revoked_at is not None
+
+
+def test_connected_apps_lists_and_revokes(browser):
+    _, answer = connect(browser, scopes=["read"])
+    page = browser.get("/connected-apps/").content.decode()
+    assert "Registered app" in page and "<code>read</code>" in page and "never" in page
+    assert 'href="/connected-apps/"' in browser.get("/").content.decode()  # in the nav
+    grant = OAuthGrant.objects.get()
+    response = browser.post(f"/connected-apps/{grant.pk}/revoke/")
+    assert response.status_code == 302
+    assert tokens.authenticate(answer["access_token"]) is None
+    assert "No app is connected" in browser.get("/connected-apps/").content.decode()
+    assert Event.objects.filter(action="oauth.revoke", actor="owner").exists()
+
+
+def test_oauth_tokens_are_for_mcp_only_not_the_rest_api(browser):
+    _, answer = connect(browser, scopes=["read"])
+    from django.test import Client
+
+    rest = Client().get("/api/lights", HTTP_AUTHORIZATION=f"Bearer {answer['access_token']}")
+    assert rest.status_code == 401
+
+
+def test_static_tokens_are_untouched(db):
+    row, raw = tokens.create_token("agent", ["read"])
+    assert tokens.authenticate(raw) == row and row.resource == "" and row.grant is None
+
+
+def test_registration_checks_its_metadata(client, db):
+    plain = register(client, redirect_uris=["http://evil.example/cb"])
+    assert plain.json()["error"] == "invalid_redirect_uri"
+    assert register(client, redirect_uris=["https://app.example/cb#x"]).status_code == 400
+    secret = register(client, token_endpoint_auth_method="client_secret_basic")
+    assert secret.json()["error"] == "invalid_client_metadata"
+    made = register(client, redirect_uris=["https://app.example/cb", "http://localhost:3000/cb"])
+    assert made.status_code == 201
+    assert made.json()["token_endpoint_auth_method"] == "none" and made.json()["client_id"].startswith("hhc_")
+    bad = client.post("/oauth/register", "not json", content_type="application/json")
+    assert bad.json()["error"] == "invalid_client_metadata"
+    OAuthClient.objects.filter(client_id=made.json()["client_id"]).update(
+        created_at=timezone.now() - timedelta(days=2)
+    )
+    register(client)  # a registration nobody authorized for a day is deleted
+    assert not OAuthClient.objects.filter(client_id=made.json()["client_id"]).exists()
+
+
+# --- the guarded fetch of client metadata documents ---------------------------------------------
+
+
+@pytest.fixture
+def certificate(tmp_path, monkeypatch):
+    cert = make_certificate(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert[0]))
+    return cert
+
+
+def test_documents_must_be_https(settings):
+    settings.MCP_OAUTH_ALLOW_LOOPBACK_CLIENTS = False
+    with pytest.raises(ClientDocumentError, match="must be an https URL"):
+        client_documents.fetch("http://app.example/client.json")
+    with pytest.raises(ClientDocumentError, match="must have a path"):
+        client_documents.fetch("https://app.example/")
+
+
+def test_documents_on_private_or_loopback_addresses_are_refused(settings, certificate):
+    settings.MCP_OAUTH_ALLOW_LOOPBACK_CLIENTS = False
+    for url in ("https://10.1.2.3/c.json", "https://169.254.169.254/c.json", "https://[::1]/c.json"):
+        with pytest.raises(ClientDocumentError, match="non-public address"):
+            client_documents.fetch(url)
+    with served_documents(certificate) as site:
+        url = site.document("/client.json", [REDIRECT])
+        with pytest.raises(ClientDocumentError, match=r"non-public address \(127.0.0.1\)"):
+            client_documents.fetch(url)
+        settings.MCP_OAUTH_ALLOW_LOOPBACK_CLIENTS = True
+        assert client_documents.fetch(url)["client_name"] == "Test connector"
+
+
+def test_oversize_slow_or_foreign_documents_are_refused(settings, certificate, monkeypatch):
+    settings.MCP_OAUTH_ALLOW_LOOPBACK_CLIENTS = True
+    with served_documents(certificate) as site:
+        big = site.base + "/big.json"
+        site.routes["/big.json"] = (200, b'{"client_id": "' + b"x" * 70_000 + b'"}', 0.0)
+        with pytest.raises(ClientDocumentError, match="larger than 65536 bytes"):
+            client_documents.fetch(big)
+        other = site.base + "/other.json"
+        foreign = {"client_id": "https://else.example/c", "redirect_uris": [REDIRECT]}
+        site.routes["/other.json"] = (200, json.dumps(foreign).encode(), 0.0)
+        with pytest.raises(ClientDocumentError, match="not its own URL"):
+            client_documents.fetch(other)
+        slow = site.base + "/slow.json"
+        site.routes["/slow.json"] = (200, b"{}", 1.0)
+        monkeypatch.setattr(client_documents, "TIMEOUT_SECONDS", 0.3)
+        with pytest.raises(ClientDocumentError, match="could not be read"):
+            client_documents.fetch(slow)
+        with pytest.raises(ClientDocumentError, match="HTTP 404"):
+            client_documents.fetch(site.base + "/missing.json")
+
+
+def test_documents_over_an_untrusted_certificate_are_refused(settings, tmp_path):
+    settings.MCP_OAUTH_ALLOW_LOOPBACK_CLIENTS = True
+    with served_documents(make_certificate(tmp_path)) as site:  # SSL_CERT_FILE not set: not trusted
+        url = site.document("/client.json", [REDIRECT])
+        with pytest.raises(ClientDocumentError, match="CERTIFICATE_VERIFY_FAILED"):
+            client_documents.fetch(url)
+
+
+def test_consent_names_a_document_clients_name_and_host(browser, settings, certificate):
+    settings.MCP_OAUTH_ALLOW_LOOPBACK_CLIENTS = True
+    with served_documents(certificate) as site:
+        url = site.document("/connector.json", [REDIRECT], name="Claude (test)")
+        page = browser.get(authorize_url(url, pkce()[1]))
+        assert page.status_code == 200
+        assert b"Claude (test)" in page.content and b"<code>127.0.0.1</code>" in page.content
+        site.routes.clear()  # kept: no second fetch within MCP_OAUTH_CLIENT_CACHE_SECONDS
+        assert browser.get(authorize_url(url, pkce()[1])).status_code == 200
+    refused = browser.get(authorize_url("https://10.0.0.7/connector.json", pkce()[1]))
+    assert refused.status_code == 400 and b"non-public address" in refused.content
