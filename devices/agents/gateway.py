@@ -96,6 +96,12 @@ class DeviceGateway:
         """Reverse map: the (agent id, device tool name) behind an exposed name."""
         return self._routes.get(name)
 
+    def enabled(self, agent_id: str, tool: str) -> bool:
+        """Whether the owner left the device's tool enabled (the tool catalogue, by the name
+        the hub offers it under)."""
+        name = self.names_of(agent_id).get(tool) or exposed_name(agent_id, tool)
+        return registry.enabled(name)
+
     def names_of(self, agent_id: str) -> dict[str, str]:
         """Device tool name -> exposed name, for an online agent."""
         return {self._routes[name][1]: name for name in self._names.get(agent_id, [])}
@@ -206,6 +212,7 @@ class DeviceGateway:
                 title=f"{label}: {tool_name}",
                 description=f"{spec['description']} (tool '{tool_name}' of device '{label}')".strip(),
                 scope=SCOPE,
+                source=f"device {agent_id}" + (f" ({agent['name']})" if agent["name"] else ""),
                 input_model=DeviceArguments,
                 output_model=None,
                 handler=self._handler(agent_id, tool_name),
@@ -266,8 +273,9 @@ class DeviceGateway:
         if agent is None:
             presence = await selectors.aagent_presence(agent_id)
             raise absent(agent_id, presence["state"], presence["last_seen"])
-        if not any(spec["name"] == tool for spec in agent["tools"]):
-            raise UnknownTool.of(agent_id, tool, [spec["name"] for spec in agent["tools"]])
+        if not any(spec["name"] == tool for spec in agent["tools"]) or not self.enabled(agent_id, tool):
+            offered = [spec["name"] for spec in agent["tools"] if self.enabled(agent_id, spec["name"])]
+            raise UnknownTool.of(agent_id, tool, offered)
         timeout = agent["call_timeout"]
         if link is not None:
             return await link.serve(tool, arguments, timeout)
@@ -343,12 +351,13 @@ async def as_tool_result(call: Awaitable[CallResult]) -> ToolResult:
 
 
 def with_gateway(app: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[None]]:
-    """Wrap the ASGI application so that a process's gateway is running before it serves
-    anything (daphne has no start-up hook)."""
+    """Wrap the ASGI application so that a process's gateway (and the registry's other
+    starters: the tool catalogue's settings) is running before it serves anything (daphne
+    has no start-up hook)."""
 
     async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "lifespan":
-            await gateway.start()
+            await registry.start()
         await app(scope, receive, send)
 
     return application

@@ -71,7 +71,11 @@ def list_agents(args: NoArguments, ctx: ToolContext) -> AgentList:
                 connects_on_demand=agent["connects_on_demand"],
                 last_seen=last_seen.isoformat() if last_seen else None,
                 server_info=agent["server_info"],
-                tools=[AgentToolInfo(**t, gateway_name=names.get(t["name"])) for t in agent["tools"]],
+                tools=[
+                    AgentToolInfo(**t, gateway_name=names.get(t["name"]))
+                    for t in agent["tools"]
+                    if gateway.enabled(agent["agent_id"], t["name"])  # the owner's catalogue
+                ],
             )
         )
     return AgentList(agents=agents)
