@@ -188,8 +188,7 @@ def _agents_with_forms() -> list[dict[str, Any]]:
             **agent,
             "tools": [
                 {**tool, "fields": fields_for(tool["input_schema"])}
-                for tool in agent["tools"]
-                if gateway.enabled(agent["agent_id"], tool["name"])
+                for tool in gateway.enabled_only(agent["agent_id"], agent["tools"])
             ],
             "binding": bindings.get(agent["agent_id"]),
         }

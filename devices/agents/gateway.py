@@ -21,8 +21,8 @@ import hashlib
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 from django.conf import settings
 from pydantic import BaseModel, ConfigDict
@@ -42,6 +42,7 @@ SCOPE = "devices"
 REPLY_GRACE_SECONDS = 2.0  # beyond the device's own timeout, for a process that died mid-call
 FULL_REFRESH_SECONDS = 60.0
 EMPTY_SCHEMA = {"type": "object", "properties": {}}
+T = TypeVar("T", bound=Mapping[str, Any])
 
 
 class DeviceArguments(BaseModel):
@@ -101,6 +102,11 @@ class DeviceGateway:
         the hub offers it under)."""
         name = self.names_of(agent_id).get(tool) or exposed_name(agent_id, tool)
         return registry.enabled(name)
+
+    def enabled_only(self, agent_id: str, tools: list[T]) -> list[T]:
+        """Of an agent's `tools` (rows with a "name"), those the owner left enabled: what the
+        doors that list a device's tools show."""
+        return [t for t in tools if self.enabled(agent_id, t["name"])]
 
     def names_of(self, agent_id: str) -> dict[str, str]:
         """Device tool name -> exposed name, for an online agent."""

@@ -73,8 +73,7 @@ def list_agents(args: NoArguments, ctx: ToolContext) -> AgentList:
                 server_info=agent["server_info"],
                 tools=[
                     AgentToolInfo(**t, gateway_name=names.get(t["name"]))
-                    for t in agent["tools"]
-                    if gateway.enabled(agent["agent_id"], t["name"])  # the owner's catalogue
+                    for t in gateway.enabled_only(agent["agent_id"], agent["tools"])
                 ],
             )
         )

@@ -118,7 +118,8 @@ def test_settings_are_loaded_from_the_catalogue_and_changes_heard(db):
     assert registry.get("set_alarm_state").description == "Arms the alarm"
 
 
-def test_a_device_tool_is_catalogued_with_its_source_and_can_be_disabled(device):
+def test_a_device_tool_is_catalogued_with_its_source_and_can_be_disabled(device, staff_client):
+    assert DEVICE_TOOL in staff_client.get("/devices/").content.decode()
     offered = catalogue.record_offered_tools()
     row = ToolSetting.objects.get(name=device)
     assert device in offered and "set_light_state" in offered
@@ -137,6 +138,8 @@ def test_a_device_tool_is_catalogued_with_its_source_and_can_be_disabled(device)
         async_to_sync(gateway.call)(AGENT, DEVICE_TOOL, {}, Caller("x", "rest"))
     listed = registry.get("list_agents").handler(Nothing(), ToolContext(caller=Caller("x", "rest")))
     assert listed.agents[0].tools == []
+    assert staff_client.get(f"/api/agents/{AGENT}/tools").json() == []  # REST
+    assert DEVICE_TOOL not in staff_client.get("/devices/").content.decode()  # no form for it
 
 
 def test_the_admin_lists_own_and_device_tools_and_an_edit_is_audited_and_applied(
