@@ -90,3 +90,11 @@ def test_and_a_client_of_another_hub_process(daphne_server, second_daphne, make_
     django_user_model.objects.create_superuser("boss", "boss@example.com", "pw-for-tests-only")
     other, _ = second_daphne
     _check(_disable_and_listen(daphne_server, other, make_token()))
+
+
+def test_and_over_redis(live_env, make_token, django_user_model, redis_url):
+    from tests.devices_support import hub
+
+    django_user_model.objects.create_superuser("boss", "boss@example.com", "pw-for-tests-only")
+    with hub(live_env, REDIS_URL=redis_url) as admin_hub, hub(live_env, REDIS_URL=redis_url) as other:
+        _check(_disable_and_listen(admin_hub, other, make_token()))
