@@ -599,8 +599,9 @@ class ToolRegistry:
         """Every enabled tool as the owner set it, in `all_tools`' order."""
         tools = self.all_tools()
         settings = self._settings
-        if settings.by_name:  # without settings (the usual case) the tools are as declared
-            tools = [e for e in map(settings.apply, tools) if e is not None]
+        by_name = settings.by_name
+        if by_name:  # a dict lookup per tool; only a tool with settings is looked at further
+            tools = [e for t in tools if (e := t if t.name not in by_name else settings.apply(t)) is not None]
         if scopes is not None:
             allowed = set(scopes)
             tools = [t for t in tools if t.scope in allowed]
@@ -612,16 +613,17 @@ class ToolRegistry:
 
     def get(self, name: str) -> Tool | None:
         """The tool called `name` as the owner set it; None if there is none or it is disabled."""
-        found = self.get_declared(name)
-        if found is None or not self._settings.by_name:
+        found = self._static.get(name) or self._provided(name)
+        settings = self._settings
+        if found is None or not settings.by_name:
             return found
-        return self._settings.apply(found)
+        return settings.apply(found)
 
     def get_declared(self, name: str) -> Tool | None:
         """The tool called `name` as declared, enabled or not."""
-        found = self._static.get(name)
-        if found is not None:
-            return found
+        return self._static.get(name) or self._provided(name)
+
+    def _provided(self, name: str) -> Tool | None:
         for provider in self._providers:
             candidate = provider.tool(name)
             if candidate is not None:
