@@ -301,7 +301,7 @@ class Tool:
     handler: Callable[..., Any]
     title: str | None = None
     # Where the tool comes from, for the owner's catalogue: the declaring app's package for
-    # `@tool` (e.g. "devices.home"), "device <agent id>" for a device's tool.
+    # `@tool` (e.g. "devices.home"), "device <agent id> (<its name>)" for a device's tool.
     source: str = ""
     annotations: dict[str, bool] = field(default_factory=dict)
     input_schema: dict[str, Any] = field(default_factory=dict)
