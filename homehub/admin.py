@@ -8,10 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.apps import apps
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.db import transaction
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
+from devices.audit import services as audit
 from devices.audit.admin import AuditedAdmin
 from mcp_endpoint import catalogue
 from mcp_endpoint.models import ToolSetting
@@ -36,6 +39,7 @@ class ToolSettingAdmin(AuditedAdmin):
         "updated_by",
     ]
     list_editable = ["enabled", "needs_confirmation"]
+    actions = ["disable", "enable"]
     list_filter = ["enabled", "needs_confirmation", "scope"]
     search_fields = ["name", "title", "source", "own_description"]
     fields = [
@@ -79,6 +83,32 @@ class ToolSettingAdmin(AuditedAdmin):
         obj.updated_at = timezone.now()
         obj.updated_by = request.user.get_username()[:150]
         super().save_model(request, obj, form, change)
+
+    @admin.action(description="Disable selected tools")
+    def disable(self, request: HttpRequest, queryset: QuerySet[ToolSetting]) -> None:
+        self._switch(request, queryset, False)
+
+    @admin.action(description="Enable selected tools")
+    def enable(self, request: HttpRequest, queryset: QuerySet[ToolSetting]) -> None:
+        self._switch(request, queryset, True)
+
+    def _switch(self, request: HttpRequest, queryset: QuerySet[ToolSetting], enabled: bool) -> None:
+        """One transaction: every process reloads the settings once, and each row is audited."""
+        actor = request.user.get_username()
+        with transaction.atomic():
+            rows = [row for row in queryset.select_for_update() if row.enabled != enabled]
+            for row in rows:
+                row.enabled, row.updated_at, row.updated_by = enabled, timezone.now(), actor[:150]
+                audit.save_row(
+                    row,
+                    target=self.audit_target,
+                    fields=["enabled"],
+                    initial={"enabled": not enabled},
+                    created=False,
+                    actor=actor,
+                )
+        word = "enabled" if enabled else "disabled"
+        self.message_user(request, f"{len(rows)} tool(s) {word}.", messages.SUCCESS)
 
     def audit_target(self, row: Any) -> tuple[str, dict[str, Any]]:
         catalogue.announce_change()  # in the edit's transaction, as the audit event

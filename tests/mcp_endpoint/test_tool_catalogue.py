@@ -167,3 +167,19 @@ def test_the_admin_lists_own_and_device_tools_and_an_edit_is_audited_and_applied
     assert row.updated_by == "boss" and row.updated_at is not None
     disabled = staff_client.get("/admin/mcp_endpoint/toolsetting/?enabled__exact=0").content.decode()
     assert "set_light_state" in disabled and "get_presence" not in disabled
+
+    chosen = ToolSetting.objects.filter(name__in=["set_light_state", "get_presence", device])
+    with django_capture_on_commit_callbacks(execute=True):
+        staff_client.post(
+            "/admin/mcp_endpoint/toolsetting/",
+            {"action": "disable", "_selected_action": [row.pk for row in chosen], "index": 0},
+        )
+    assert registry.get("get_presence") is None and registry.get(device) is None
+    assert Event.objects.filter(action="toolsetting.edit").count() == 3  # the two it changed, and the edit
+    with django_capture_on_commit_callbacks(execute=True):
+        staff_client.post(
+            "/admin/mcp_endpoint/toolsetting/",
+            {"action": "enable", "_selected_action": [row.pk for row in chosen], "index": 0},
+        )
+    assert registry.get("get_presence") is not None and registry.get(device) is not None
+    assert registry.get("set_light_state").needs_confirmation  # the rest of its settings stay
