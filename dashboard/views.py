@@ -21,6 +21,7 @@ from dashboard.charts import NARROW, line_chart
 from dashboard.toolforms import arguments_from, fields_for
 from devices.agents import selectors as agents_reads
 from devices.agents.calls import call_agent_tool, http_status
+from devices.agents.gateway import gateway
 from devices.agents.outcomes import CallFailed
 from devices.audit import selectors as audit_reads
 from devices.audit.models import Event
@@ -179,12 +180,16 @@ def sensor_detail(
 
 
 def _agents_with_forms() -> list[dict[str, Any]]:
-    """Each agent with a form's fields for each of its tools, and its stock xiaozhi binding."""
+    """Each agent with a form's fields for each of its tools the owner left enabled (the tool
+    catalogue), and its stock xiaozhi binding."""
     bindings = xiaozhi_reads.bindings()
     return [
         {
             **agent,
-            "tools": [{**tool, "fields": fields_for(tool["input_schema"])} for tool in agent["tools"]],
+            "tools": [
+                {**tool, "fields": fields_for(tool["input_schema"])}
+                for tool in gateway.enabled_only(agent["agent_id"], agent["tools"])
+            ],
             "binding": bindings.get(agent["agent_id"]),
         }
         for agent in agents_reads.agents()

@@ -9,3 +9,8 @@ class McpEndpointConfig(AppConfig):
     def ready(self) -> None:
         # Like admin.py: every installed app may declare tools in <app>/mcp_tools.py.
         autodiscover_modules("mcp_tools")
+        # The owner's settings of tools (the catalogue) load when a process starts serving.
+        from mcp_endpoint.catalogue import watcher
+        from mcp_endpoint.registry import registry
+
+        registry.add_starter(watcher.start)

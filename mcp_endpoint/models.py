@@ -1,6 +1,6 @@
 """Access tokens for LLM agents (only a hash of each secret is stored), their HTTP sessions, the
-outbound endpoints the hub serves, and the hub's OAuth server's clients, grants, codes and refresh
-tokens (hashed too; see `mcp_endpoint.oauth`)."""
+outbound endpoints the hub serves, the hub's OAuth server's clients, grants, codes and refresh
+tokens (hashed too; see `mcp_endpoint.oauth`), and the owner's settings of tools (the catalogue)."""
 
 from django.conf import settings
 from django.db import models
@@ -174,3 +174,41 @@ class RefreshToken(models.Model):
 
     def __str__(self) -> str:
         return f"refresh token of {self.grant}"
+
+
+class ToolSetting(models.Model):
+    """One tool of the catalogue: the owner's settings of it (`enabled`, `description`,
+    `needs_confirmation`), applied by every process's registry (`mcp_endpoint.catalogue`),
+    and what was last known of the tool, so that a device's tool shows while its device is
+    away. A row is made for every tool the hub offers when the catalogue is looked at."""
+
+    name = models.CharField(max_length=64, unique=True)
+    enabled = models.BooleanField(
+        default=True, help_text="A disabled tool is neither listed nor callable, through any door."
+    )
+    description = models.TextField(
+        "description override",
+        blank=True,
+        help_text="Shown in tools/list instead of the tool's own; blank: its own.",
+    )
+    needs_confirmation = models.BooleanField(
+        default=False, help_text="The tool asks the user to confirm before it runs."
+    )
+    updated_at = models.DateTimeField(null=True, blank=True, editable=False)
+    updated_by = models.CharField(max_length=150, blank=True, editable=False)
+
+    # What was last known of the tool (written when the catalogue is looked at).
+    title = models.CharField(max_length=200, blank=True, editable=False)
+    own_description = models.TextField(blank=True, editable=False)
+    scope = models.CharField(max_length=50, blank=True, editable=False)
+    annotations = models.JSONField(default=dict, blank=True, editable=False)
+    source = models.CharField(max_length=200, blank=True, editable=False)
+    last_offered_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "tool"
+        verbose_name_plural = "tool catalogue"
+
+    def __str__(self) -> str:
+        return self.name

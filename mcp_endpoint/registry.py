@@ -8,6 +8,11 @@ Django's sync thread (they may use the ORM); async functions run on the event lo
 
 Dynamic providers (device tools that come and go) plug in with `add_provider`; anything
 that changes the tool set calls `notify_changed()` and every listening session hears it.
+
+The owner's settings of tools (the admin's tool catalogue, `mcp_endpoint.catalogue`) are
+applied here, to every door: a disabled tool is neither listed nor found, a description
+override and a confirmation mark show in the effective tool. The registry holds them as a
+plain map it is handed (`apply_settings`), never reading the database itself.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import inspect
 import json
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, get_type_hints
 
 from asgiref.sync import async_to_sync, sync_to_async
@@ -295,10 +300,14 @@ class Tool:
     output_model: type[BaseModel] | None
     handler: Callable[..., Any]
     title: str | None = None
+    # Where the tool comes from, for the owner's catalogue: the declaring app's package for
+    # `@tool` (e.g. "devices.home"), "device <agent id> (<its name>)" for a device's tool.
+    source: str = ""
     annotations: dict[str, bool] = field(default_factory=dict)
     input_schema: dict[str, Any] = field(default_factory=dict)
     output_schema: dict[str, Any] | None = None
     meta: dict[str, Any] | None = None
+    needs_confirmation: bool = False
     # Arguments mirrored in `Mcp-Param-<name>` HTTP headers (SEP-2243), by header name: the path
     # of the argument in `arguments`. Read from the input schema's `x-mcp-header` annotations.
     header_params: dict[str, tuple[str, ...]] = field(init=False, default_factory=dict)
@@ -350,6 +359,7 @@ class Tool:
             output_model=output_model,
             handler=func,
             title=title,
+            source=func.__module__.removesuffix(".mcp_tools"),
             annotations={
                 "readOnlyHint": read_only,
                 "destructiveHint": destructive,
@@ -475,9 +485,50 @@ CallObserver = Callable[[Caller, Tool, Any, ToolResult, float], Awaitable[None]]
 ENGINE_INSTRUCTIONS = "Tool results are JSON; errors explain what to fix."
 
 
+@dataclass(frozen=True)
+class ToolSettings:
+    """The owner's settings of one tool (its row in the admin's tool catalogue)."""
+
+    enabled: bool = True
+    description: str = ""  # blank: the tool's own
+    needs_confirmation: bool = False
+
+
+class _Settings:
+    """The settings map with the effective tools built from it (name -> (tool, effective tool
+    or None when disabled)), replaced together in one assignment: a reader on another thread
+    never pairs a map with another map's tools."""
+
+    __slots__ = ("by_name", "effective")
+
+    def __init__(self, by_name: Mapping[str, ToolSettings]) -> None:
+        self.by_name = dict(by_name)
+        self.effective: dict[str, tuple[Tool, Tool | None]] = {}
+
+    def apply(self, tool: Tool) -> Tool | None:
+        """`tool` as the owner set it: itself, a copy with the settings, or None (disabled)."""
+        settings = self.by_name.get(tool.name)
+        if settings is None:
+            return tool
+        built = self.effective.get(tool.name)
+        if built is not None and built[0] is tool:  # a device's tool is rebuilt on reconnection
+            return built[1]
+        effective: Tool | None = None
+        if settings.enabled:
+            effective = replace(
+                tool,
+                description=settings.description or tool.description,
+                needs_confirmation=settings.needs_confirmation or tool.needs_confirmation,
+            )
+        self.effective[tool.name] = (tool, effective)
+        return effective
+
+
 class ToolRegistry:
     def __init__(self) -> None:
         self._static: dict[str, Tool] = {}
+        self._settings = _Settings({})
+        self._starters: list[Callable[[], Awaitable[None]]] = []
         self._providers: list[ToolProvider] = []
         self._listeners: set[Callable[[], None]] = set()
         self._instructions: list[str] = []
@@ -510,21 +561,47 @@ class ToolRegistry:
     def remove_provider(self, provider: ToolProvider) -> None:
         self._providers.remove(provider)
 
+    def add_starter(self, start: Callable[[], Awaitable[None]]) -> None:
+        """Something `start` starts besides the providers (the catalogue's settings listener)."""
+        self._starters.append(start)
+
+    def apply_settings(self, settings: Mapping[str, ToolSettings]) -> None:
+        """The owner's settings of tools, by tool name (only tools with settings of their own
+        need an entry); they replace the previous ones at once, on any thread. Announcing
+        the change to sessions (`notify_changed`) is the caller's decision."""
+        self._settings = _Settings(settings)
+
+    def settings(self) -> Mapping[str, ToolSettings]:
+        """The settings applied now, by tool name."""
+        return self._settings.by_name
+
     async def start(self) -> None:
-        """Start the providers that keep a live view (the device gateway): every serving process
-        calls it once its event loop runs, before it serves; again is harmless."""
+        """Start the providers that keep a live view (the device gateway) and the starters:
+        every serving process calls it once its event loop runs, before it serves; again is
+        harmless."""
+        for starter in self._starters:
+            await starter()
         for provider in self._providers:
             start = getattr(provider, "start", None)
             if start is not None:
                 await start()
 
-    def list_tools(self, scopes: Iterable[str] | None = None) -> list[Tool]:
-        """Every tool, in a stable order (declared ones first, then dynamic ones by name)."""
+    def all_tools(self) -> list[Tool]:
+        """Every tool offered now as declared, whatever the owner's settings (the catalogue's
+        own view), in a stable order (declared ones first, then dynamic ones by name)."""
         dynamic = sorted(
             (t for provider in self._providers for t in provider.tools() if t.name not in self._static),
             key=lambda t: t.name,
         )
-        tools = [*self._static.values(), *dynamic]
+        return [*self._static.values(), *dynamic]
+
+    def list_tools(self, scopes: Iterable[str] | None = None) -> list[Tool]:
+        """Every enabled tool as the owner set it, in `all_tools`' order."""
+        tools = self.all_tools()
+        settings = self._settings
+        by_name = settings.by_name
+        if by_name:  # a dict lookup per tool; only a tool with settings is looked at further
+            tools = [e for t in tools if (e := t if t.name not in by_name else settings.apply(t)) is not None]
         if scopes is not None:
             allowed = set(scopes)
             tools = [t for t in tools if t.scope in allowed]
@@ -535,14 +612,29 @@ class ToolRegistry:
         return [t for t in self.list_tools(caller.scopes) if caller.sees(t.name)]
 
     def get(self, name: str) -> Tool | None:
-        found = self._static.get(name)
-        if found is not None:
+        """The tool called `name` as the owner set it; None if there is none or it is disabled."""
+        found = self._static.get(name) or self._provided(name)
+        settings = self._settings
+        if found is None or not settings.by_name:
             return found
+        return settings.apply(found)
+
+    def get_declared(self, name: str) -> Tool | None:
+        """The tool called `name` as declared, enabled or not."""
+        return self._static.get(name) or self._provided(name)
+
+    def _provided(self, name: str) -> Tool | None:
         for provider in self._providers:
             candidate = provider.tool(name)
             if candidate is not None:
                 return candidate
         return None
+
+    def enabled(self, name: str) -> bool:
+        """Whether the owner left the tool `name` enabled (a device tool reached by its
+        device's own name, through `call_agent_tool`, asks by its exposed name)."""
+        settings = self._settings.by_name.get(name)
+        return settings is None or settings.enabled
 
     def subscribe(self, listener: Callable[[], None]) -> None:
         self._listeners.add(listener)

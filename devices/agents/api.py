@@ -12,6 +12,7 @@ from ninja.errors import HttpError
 from common.rest import Error, Name, need, rest_caller
 from devices.agents import selectors
 from devices.agents.calls import call_agent_tool, http_status
+from devices.agents.gateway import gateway
 from devices.agents.outcomes import CallFailed
 from devices.audit.models import Event
 from mcp_endpoint.pipeline import CallRefused
@@ -53,7 +54,14 @@ class ToolCallOut(Schema):
 @router.get("/agents", response=list[AgentOut], summary="ESP32 agents and their tools")
 def list_agents(request: HttpRequest):
     need(request, "read")
-    return selectors.agents()
+    return [_enabled_tools_only(agent) for agent in selectors.agents()]
+
+
+def _enabled_tools_only(agent: selectors.AgentRow) -> selectors.AgentRow:
+    """The agent with the tools the owner left enabled (the tool catalogue)."""
+    row = agent.copy()
+    row["tools"] = gateway.enabled_only(agent["agent_id"], agent["tools"])
+    return row
 
 
 def _agent_or_404(agent_id: str) -> selectors.AgentRow:
@@ -66,7 +74,7 @@ def _agent_or_404(agent_id: str) -> selectors.AgentRow:
 @router.get("/agents/{agent_id}", response={200: AgentOut, 404: Error}, summary="One agent")
 def get_agent(request: HttpRequest, agent_id: Name):
     need(request, "read")
-    return _agent_or_404(agent_id)
+    return _enabled_tools_only(_agent_or_404(agent_id))
 
 
 @router.get(
@@ -76,7 +84,7 @@ def get_agent(request: HttpRequest, agent_id: Name):
 )
 def list_agent_tools(request: HttpRequest, agent_id: Name):
     need(request, "read")
-    return _agent_or_404(agent_id)["tools"]
+    return _enabled_tools_only(_agent_or_404(agent_id))["tools"]
 
 
 @router.post(

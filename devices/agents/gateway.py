@@ -21,8 +21,8 @@ import hashlib
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 from django.conf import settings
 from pydantic import BaseModel, ConfigDict
@@ -42,6 +42,7 @@ SCOPE = "devices"
 REPLY_GRACE_SECONDS = 2.0  # beyond the device's own timeout, for a process that died mid-call
 FULL_REFRESH_SECONDS = 60.0
 EMPTY_SCHEMA = {"type": "object", "properties": {}}
+T = TypeVar("T", bound=Mapping[str, Any])
 
 
 class DeviceArguments(BaseModel):
@@ -95,6 +96,17 @@ class DeviceGateway:
     def route(self, name: str) -> tuple[str, str] | None:
         """Reverse map: the (agent id, device tool name) behind an exposed name."""
         return self._routes.get(name)
+
+    def enabled(self, agent_id: str, tool: str) -> bool:
+        """Whether the owner left the device's tool enabled (the tool catalogue, by the name
+        the hub offers it under)."""
+        name = self.names_of(agent_id).get(tool) or exposed_name(agent_id, tool)
+        return registry.enabled(name)
+
+    def enabled_only(self, agent_id: str, tools: list[T]) -> list[T]:
+        """Of an agent's `tools` (rows with a "name"), those the owner left enabled: what the
+        doors that list a device's tools show."""
+        return [t for t in tools if self.enabled(agent_id, t["name"])]
 
     def names_of(self, agent_id: str) -> dict[str, str]:
         """Device tool name -> exposed name, for an online agent."""
@@ -206,6 +218,7 @@ class DeviceGateway:
                 title=f"{label}: {tool_name}",
                 description=f"{spec['description']} (tool '{tool_name}' of device '{label}')".strip(),
                 scope=SCOPE,
+                source=f"device {agent_id}" + (f" ({agent['name']})" if agent["name"] else ""),
                 input_model=DeviceArguments,
                 output_model=None,
                 handler=self._handler(agent_id, tool_name),
@@ -266,8 +279,9 @@ class DeviceGateway:
         if agent is None:
             presence = await selectors.aagent_presence(agent_id)
             raise absent(agent_id, presence["state"], presence["last_seen"])
-        if not any(spec["name"] == tool for spec in agent["tools"]):
-            raise UnknownTool.of(agent_id, tool, [spec["name"] for spec in agent["tools"]])
+        if not any(spec["name"] == tool for spec in agent["tools"]) or not self.enabled(agent_id, tool):
+            offered = [spec["name"] for spec in agent["tools"] if self.enabled(agent_id, spec["name"])]
+            raise UnknownTool.of(agent_id, tool, offered)
         timeout = agent["call_timeout"]
         if link is not None:
             return await link.serve(tool, arguments, timeout)
@@ -343,12 +357,13 @@ async def as_tool_result(call: Awaitable[CallResult]) -> ToolResult:
 
 
 def with_gateway(app: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[None]]:
-    """Wrap the ASGI application so that a process's gateway is running before it serves
-    anything (daphne has no start-up hook)."""
+    """Wrap the ASGI application so that a process's gateway (and the registry's other
+    starters: the tool catalogue's settings) is running before it serves anything (daphne
+    has no start-up hook)."""
 
     async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "lifespan":
-            await gateway.start()
+            await registry.start()
         await app(scope, receive, send)
 
     return application

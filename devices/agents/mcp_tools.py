@@ -71,7 +71,10 @@ def list_agents(args: NoArguments, ctx: ToolContext) -> AgentList:
                 connects_on_demand=agent["connects_on_demand"],
                 last_seen=last_seen.isoformat() if last_seen else None,
                 server_info=agent["server_info"],
-                tools=[AgentToolInfo(**t, gateway_name=names.get(t["name"])) for t in agent["tools"]],
+                tools=[
+                    AgentToolInfo(**t, gateway_name=names.get(t["name"]))
+                    for t in gateway.enabled_only(agent["agent_id"], agent["tools"])
+                ],
             )
         )
     return AgentList(agents=agents)

@@ -63,9 +63,9 @@ class Command(BaseCommand):
         from daphne.server import Server
         from twisted.internet import defer, reactor
 
-        from devices.agents.gateway import gateway
         from homehub.asgi import application, before_stop, servers_to_stop
         from mcp_endpoint.outbound import Supervisor
+        from mcp_endpoint.registry import registry
 
         mqtt_url = demo.broker.url if demo and demo.broker.url else settings.MQTT_URL
 
@@ -91,7 +91,7 @@ class Command(BaseCommand):
 
         def ready() -> None:
             loop = asyncio.get_event_loop()
-            loop.call_soon(lambda: asyncio.ensure_future(gateway.start()))
+            loop.call_soon(lambda: asyncio.ensure_future(registry.start()))
             loop.call_soon(lambda: asyncio.ensure_future(endpoints.start()))
             if worker is not None:
                 loop.call_soon(lambda: asyncio.ensure_future(worker.start()))
