@@ -32,6 +32,7 @@ class RestCaller:
 
     actor: str
     scopes: frozenset[str]
+    by_token: bool = False  # a token's holder (a script, an LLM), not a logged-in person
 
 
 class Forbidden(HttpError):

@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from dashboard import invoices, oauth, views
+from dashboard import confirmations, invoices, oauth, views
 
 app_name = "dashboard"
 
@@ -28,6 +28,8 @@ urlpatterns = [
     path("invoices/batches/<int:pk>/pdfs.zip", invoices.batch_archive, name="batch_archive"),
     path("invoices/batches/<int:pk>/files/<int:position>/pdf/", invoices.batch_file_pdf, name="batch_pdf"),
     path("activity/", views.activity, name="activity"),
+    path("requests/", confirmations.requests, name="requests"),
+    path("requests/<int:pk>/", confirmations.decide, name="decide_request"),
     path("connected-apps/", oauth.connected_apps, name="connected_apps"),
     path("connected-apps/<int:grant_id>/revoke/", oauth.revoke_app, name="revoke_app"),
 ]

@@ -25,7 +25,7 @@ from devices.home.api import router as home_router
 from devices.telemetry.api import router as telemetry_router
 from fel.api import router as fel_router
 from fel.batch_api import router as batch_router
-from mcp_endpoint.pipeline import CallRefused, InsufficientScope, RateLimited
+from mcp_endpoint.pipeline import CallRefused, InsufficientScope, NotConfirmed, RateLimited
 from mcp_endpoint.scopes import scopes
 from mcp_endpoint.tokens import authenticate
 
@@ -39,7 +39,7 @@ class TokenAuth(HttpBearer):
         found = authenticate(token)
         if found is None or found.resource:  # OAuth tokens are for the resource they name: /mcp
             return None
-        return RestCaller(actor=found.name, scopes=frozenset(found.scopes))
+        return RestCaller(actor=found.name, scopes=frozenset(found.scopes), by_token=True)
 
 
 class UserSession(SessionAuth):
@@ -90,7 +90,7 @@ def _too_many_files(request: HttpRequest, exc: Exception) -> HttpResponse:
 @api.exception_handler(CallRefused)
 def _refused(request: HttpRequest, exc: CallRefused) -> HttpResponse:
     """A call the tool-call pipeline refused (views that call tools through it)."""
-    status = {InsufficientScope: 403, RateLimited: 429}.get(type(exc), 404)
+    status = {InsufficientScope: 403, NotConfirmed: 403, RateLimited: 429}.get(type(exc), 404)
     return api.create_response(request, {"detail": exc.message}, status=status)
 
 

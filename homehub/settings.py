@@ -77,6 +77,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "dashboard.confirmations.waiting_requests",
             ],
         },
     },
@@ -239,6 +240,9 @@ MCP_ALLOWED_ORIGINS = env_list("MCP_ALLOWED_ORIGINS", "")
 MCP_HTTP_JSON_RESPONSE = env_bool("MCP_HTTP_JSON_RESPONSE", False)
 # How long a tool waits for the client's answer to sampling/createMessage or elicitation/create.
 MCP_CLIENT_REQUEST_TIMEOUT_SECONDS = float(os.environ.get("MCP_CLIENT_REQUEST_TIMEOUT_SECONDS", 300))
+# How long a dangerous tool call waits for a person's confirmation (the client's elicitation, or
+# a pending request on the dashboard) before it is refused (mcp_endpoint.confirmation).
+MCP_CONFIRMATION_SECONDS = float(os.environ.get("MCP_CONFIRMATION_SECONDS", 120))
 # Streamable HTTP resumability (SEP-1699): the `retry` a priming event asks of clients, and
 # how many events of a stream, for how long, are kept (in the cache) for a GET resumed with
 # Last-Event-ID.

@@ -53,6 +53,7 @@ class EndpointConfig:
             audited=True,
             rate_key=f"endpoint:{self.pk}",
             tools=frozenset(self.tools),
+            confirms=True,
         )
 
 

@@ -16,7 +16,7 @@ from prometheus_client.metrics_core import Metric
 TOOL_CALLS = Counter(
     "homehub_mcp_tool_calls",
     "MCP tool calls, by tool, outcome (ok, error, rate_limited, forbidden, unknown_tool, "
-    "input_required, missing_capability) and transport.",
+    "input_required, missing_capability, not_confirmed) and transport.",
     ["tool", "outcome", "interface"],
 )
 TOOL_CALL_SECONDS = Histogram(

@@ -212,3 +212,33 @@ class ToolSetting(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class PendingConfirmation(models.Model):
+    """A dangerous tool call waiting for a person on the dashboard, because its client cannot
+    ask one (no elicitation): who asked, through which door, for what; and what became of it.
+    The waiting call reads `decision` until it changes or MCP_CONFIRMATION_SECONDS pass."""
+
+    class Decision(models.TextChoices):
+        PENDING = "pending"
+        APPROVED = "approved"
+        DENIED = "denied"
+        EXPIRED = "expired"  # no answer in time, or the call went away first
+
+    tool = models.CharField(max_length=64)
+    summary = models.TextField(help_text="What will happen, in words.")
+    arguments = models.JSONField(default=dict)
+    actor = models.CharField(max_length=150)
+    interface = models.CharField(max_length=32)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    decision = models.CharField(max_length=16, choices=Decision.choices, default=Decision.PENDING)
+    decided_by = models.CharField(max_length=150, blank=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["decision", "created_at"], name="mcp_confirmation_open")]
+
+    def __str__(self) -> str:
+        return f"{self.tool} for {self.actor} ({self.decision})"

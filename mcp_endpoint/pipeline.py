@@ -3,10 +3,11 @@ line protocol, and sync code (REST views, the dashboard, commands) through `call
 
 `call_tool(name, arguments, ctx)` finds the tool among those the caller sees (its own tool
 set, when it has one), checks the caller's scope, counts the call against the caller's rate
-limit, runs it, maps its failures to `isError` results, records the call's metrics and hands
-audited callers' calls to the registry's observers (refusals included), before the caller
-answers. A call that does not run raises a `CallRefused`
-(nothing changed); each door words that for its own protocol.
+limit, waits for a person's confirmation when the call is dangerous (`confirmation`), runs it,
+maps its failures to `isError` results, records the call's metrics and hands audited callers'
+calls to the registry's observers (refusals included), before the caller answers. A call that
+does not run raises a `CallRefused` (nothing changed); each door words that for its own
+protocol; a call a person did not confirm is an `isError` result the model can read.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 
-from mcp_endpoint import metrics, ratelimit
+from mcp_endpoint import confirmation, metrics, ratelimit
 from mcp_endpoint.input_rounds import InputRequired
 from mcp_endpoint.registry import (
     Caller,
@@ -55,6 +56,14 @@ class InsufficientScope(CallRefused):
         self.name, self.scope = name, scope
 
 
+class NotConfirmed(CallRefused):
+    """A person did not confirm a dangerous call (denied it, or did not answer in time)."""
+
+    def __init__(self, name: str, how: str) -> None:
+        super().__init__(f"Not run: tool '{name}' needs a person's confirmation and was {how}")
+        self.name, self.how = name, how
+
+
 class RateLimited(CallRefused):
     def __init__(self, retry_after: float) -> None:
         super().__init__(f"Rate limit exceeded for this token: retry in {retry_after:.0f} s")
@@ -79,6 +88,21 @@ async def call_tool(
     if retry_after is not None:
         metrics.record_call(name, "rate_limited", caller.interface)
         await _refuse(tools, caller, tool, arguments, RateLimited(retry_after))
+    verdict = None
+    if confirmation.required(tool, arguments, caller):
+        try:
+            verdict = await confirmation.ask(tool, arguments, ctx)
+        except InputRequired:  # a stateless call's question: the client retries with the answer
+            metrics.record_call(name, "input_required", caller.interface)
+            raise
+        if verdict is not None and not verdict.approved:
+            metrics.record_call(name, "not_confirmed", caller.interface)
+            refusal = NotConfirmed(name, verdict.how)
+            refused = ToolResult(
+                is_error=True, text=refusal.message, reason=refusal, confirmation=verdict.how
+            )
+            await _observe(tools, caller, tool, arguments, refused, 0.0)
+            return refused
     started = time.perf_counter()
     try:
         outcome = await run_tool(tool, arguments, ctx)
@@ -91,8 +115,10 @@ async def call_tool(
         await _observe(tools, caller, tool, arguments, refused, time.perf_counter() - started)
         raise
     elapsed = time.perf_counter() - started
+    if verdict is not None:
+        outcome.confirmation = verdict.how
     metrics.record_call(name, "error" if outcome.is_error else "ok", caller.interface, elapsed)
-    if not outcome.audited:
+    if not outcome.audited or verdict is not None:  # a person's confirmation is always kept
         await _observe(tools, caller, tool, arguments, outcome, elapsed)
     return outcome
 

@@ -43,6 +43,10 @@ class Caller:
     interface: str
     scopes: frozenset[str] = field(default_factory=lambda: frozenset(declared_scopes.names()))  # all
     audited: bool = False  # record every tool call (network callers with a token)
+    # Its dangerous calls wait for a person's confirmation (`mcp_endpoint.confirmation`): true
+    # for whoever acts on a token (an LLM client, a script, an outbound endpoint); false for a
+    # logged-in person's own click and for `mcp_stdio`, run by whoever holds the hub's files.
+    confirms: bool = False
     rate_key: str | None = None  # calls are rate-limited per key (the token) when set
     # The only tools it may see and call, within its scopes (an outbound endpoint's chosen
     # few); None: every tool of its scopes.
@@ -236,6 +240,9 @@ class ToolResult:
     # device's outcome), so the registry's call observers leave it out.
     audited: bool = False
     reason: Exception | None = None  # a failed call's typed failure (`ToolError.reason`)
+    # How a person confirmed or refused the call, when it needed them ("approved by ana on the
+    # dashboard"): kept in the call's audit event.
+    confirmation: str | None = None
 
     def as_mcp(self) -> dict[str, Any]:
         if self.content is not None:
@@ -308,6 +315,9 @@ class Tool:
     output_schema: dict[str, Any] | None = None
     meta: dict[str, Any] | None = None
     needs_confirmation: bool = False
+    # A tool that calls another on the caller's behalf (`call_agent_tool` calls a device's):
+    # the tool a call stands for, from its arguments, whose confirmation rule applies too.
+    stands_for: Callable[[Any], Tool | None] | None = None
     # Arguments mirrored in `Mcp-Param-<name>` HTTP headers (SEP-2243), by header name: the path
     # of the argument in `arguments`. Read from the input schema's `x-mcp-header` annotations.
     header_params: dict[str, tuple[str, ...]] = field(init=False, default_factory=dict)
@@ -341,6 +351,7 @@ class Tool:
         idempotent: bool = False,
         open_world: bool = False,
         output: type[BaseModel] | None = None,
+        stands_for: Callable[[Any], Tool | None] | None = None,
     ) -> Tool:
         """A tool from a plain function: the input model is the type of its first parameter,
         the output model its return type, or `output` for a function that returns a plain dict
@@ -366,6 +377,7 @@ class Tool:
                 "idempotentHint": idempotent,
                 "openWorldHint": open_world,
             },
+            stands_for=stands_for,
         )
 
     def definition(self) -> dict[str, Any]:
@@ -662,6 +674,7 @@ def tool(
     idempotent: bool = False,
     open_world: bool = False,
     output: type[BaseModel] | None = None,
+    stands_for: Callable[[Any], Tool | None] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare a tool in the hub's registry (see `Tool.from_function`)."""
 
@@ -678,6 +691,7 @@ def tool(
                 idempotent=idempotent,
                 open_world=open_world,
                 output=output,
+                stands_for=stands_for,
             )
         )
         return func

@@ -160,11 +160,13 @@ def bearer_token(authorization: str | None) -> str | None:
 
 
 def caller_for(token: AccessToken, interface: str) -> Caller:
-    """The identity a network transport gives the engine: audited and rate-limited per token."""
+    """The identity a network transport gives the engine: audited and rate-limited per token,
+    its dangerous calls confirmed by a person."""
     return Caller(
         actor=token.name,
         interface=interface,
         scopes=frozenset(token.scopes),
         audited=True,
         rate_key=token.key_id,
+        confirms=True,
     )

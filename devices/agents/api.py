@@ -107,7 +107,8 @@ def call_tool(request: HttpRequest, agent_id: Name, tool: Name, call: ToolCall):
     if selectors.agent_tool(agent_id, tool) is None:
         _agent_or_404(agent_id)
         return Status(404, {"detail": f"Agent '{agent_id}' has no tool '{tool}'."})
-    caller = Caller(actor=actor, interface=REST, scopes=rest_caller(request).scopes, audited=True)
+    who = rest_caller(request)
+    caller = Caller(actor=actor, interface=REST, scopes=who.scopes, audited=True, confirms=who.by_token)
     try:
         return call_agent_tool(agent_id, tool, call.arguments, caller=caller)
     except (CallFailed, CallRefused) as failure:

@@ -223,6 +223,7 @@ class DeviceGateway:
                 output_model=None,
                 handler=self._handler(agent_id, tool_name),
                 input_schema=schema,
+                annotations=spec["annotations"],
             )
             self._routes[name] = (agent_id, tool_name)
             names.append(name)

@@ -47,6 +47,9 @@ class AgentTool(models.Model):
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     input_schema = models.JSONField(default=dict, blank=True)
+    # The device's hints (readOnlyHint, destructiveHint...): a destructive tool's calls wait
+    # for a person's confirmation (mcp_endpoint.confirmation).
+    annotations = models.JSONField(default=dict, blank=True)
     available = models.BooleanField(default=True)
 
     class Meta:

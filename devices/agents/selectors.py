@@ -18,6 +18,7 @@ class DeviceTool(TypedDict):
     name: str
     description: str
     inputSchema: dict[str, Any]
+    annotations: dict[str, bool]
 
 
 class OnlineAgent(TypedDict):
@@ -68,7 +69,8 @@ class AgentRow(TypedDict):
 
 def agent_device_tools(agent_ids: list[str] | None = None) -> dict[str, OnlineAgent]:
     """Approved online agents (all, or those of `agent_ids`) with their available tools:
-    `{agent_id: {"name", "call_timeout", "tools": [{"name", "description", "inputSchema"}]}}`."""
+    `{agent_id: {"name", "call_timeout", "tools": [{"name", "description", "inputSchema",
+    "annotations"}]}}`."""
     agents = Agent.objects.filter(online=True, approved=True)
     if agent_ids is not None:
         agents = agents.filter(agent_id__in=agent_ids)
@@ -79,10 +81,12 @@ def agent_device_tools(agent_ids: list[str] | None = None) -> dict[str, OnlineAg
     tools = AgentTool.objects.filter(agent__agent_id__in=list(found), available=True).order_by(
         "agent_id", "name"
     )
-    for agent_id, name, description, schema in tools.values_list(
-        "agent__agent_id", "name", "description", "input_schema"
+    for agent_id, name, description, schema, hints in tools.values_list(
+        "agent__agent_id", "name", "description", "input_schema", "annotations"
     ):
-        found[agent_id]["tools"].append({"name": name, "description": description, "inputSchema": schema})
+        found[agent_id]["tools"].append(
+            {"name": name, "description": description, "inputSchema": schema, "annotations": hints}
+        )
     return found
 
 

@@ -251,6 +251,17 @@ def agent_discovery_failed(agent_id: str, session_id: str, reason: str) -> None:
     )
 
 
+TOOL_HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+
+
+def tool_hints(annotations: Any) -> dict[str, bool]:
+    """The boolean hints of a device tool's `annotations` (anything else a device sends there
+    is dropped)."""
+    if not isinstance(annotations, dict):
+        return {}
+    return {hint: annotations[hint] for hint in TOOL_HINTS if isinstance(annotations.get(hint), bool)}
+
+
 def agent_discovered(
     agent_id: str,
     session_id: str,
@@ -279,10 +290,11 @@ def agent_discovered(
             row = known.get(name) or AgentTool(agent=agent, name=name)
             row.description = storable_text(description) if isinstance(description, str) else ""
             row.input_schema = storable_json(schema) if isinstance(schema, dict) else {}
+            row.annotations = tool_hints(spec.get("annotations"))
             row.available = True
             (changed if row.pk else new).append(row)
         AgentTool.objects.bulk_create(new)
-        AgentTool.objects.bulk_update(changed, ["description", "input_schema", "available"])
+        AgentTool.objects.bulk_update(changed, ["description", "input_schema", "annotations", "available"])
         record_event(
             actor=agent_id,
             interface=DEVICE,

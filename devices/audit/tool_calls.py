@@ -6,7 +6,8 @@ transaction (actor: the token's name, interface: the door), so a call that chang
 needs no row of its own; nor does a successful read, which `/metrics` counts
 (`homehub_mcp_tool_calls`) and the audit trail keeps only with `AUDIT_READ_CALLS=1`. A call
 that failed or was refused becomes a `tool.call` event, written before its answer goes out:
-no audit row waits in memory, so a killed process loses none.
+no audit row waits in memory, so a killed process loses none. So does every call a person was
+asked to confirm, with what they answered (`confirmation`: approved, denied, not answered).
 """
 
 from __future__ import annotations
@@ -26,9 +27,13 @@ _arecord_event = batched(record_event)
 
 
 def kept(tool: Tool, result: ToolResult) -> bool:
-    """Whether a call gets a `tool.call` row: failed or refused, or a read while
-    AUDIT_READ_CALLS is on."""
-    return result.is_error or (settings.AUDIT_READ_CALLS and tool.annotations.get("readOnlyHint", False))
+    """Whether a call gets a `tool.call` row: failed or refused, confirmed by a person, or a
+    read while AUDIT_READ_CALLS is on."""
+    return (
+        result.is_error
+        or result.confirmation is not None
+        or (settings.AUDIT_READ_CALLS and tool.annotations.get("readOnlyHint", False))
+    )
 
 
 async def audit_tool_call(
@@ -39,6 +44,8 @@ async def audit_tool_call(
     outcome: dict[str, Any] = {"ok": not result.is_error, "ms": round(seconds * 1000, 1)}
     if result.is_error:
         outcome["error"] = storable_text((result.text or "")[:500])
+    if result.confirmation is not None:
+        outcome["confirmation"] = storable_text(result.confirmation)
     await _arecord_event(
         actor=caller.actor,
         interface=caller.interface,

@@ -23,7 +23,7 @@ def _caller(request: HttpRequest) -> Caller:
     them (`set_light_state`, `set_alarm_state`): its scope check, rate limit, metrics and audit.
     Presence has no tool: its service is called directly."""
     who = rest_caller(request)
-    return Caller(actor=who.actor, interface=REST, scopes=who.scopes, audited=True)
+    return Caller(actor=who.actor, interface=REST, scopes=who.scopes, audited=True, confirms=who.by_token)
 
 
 class LightOut(Schema):

@@ -79,12 +79,21 @@ def test_validation_errors(client, home):
     assert client.get("/api/events", {"interface": "carrier-pigeon"}, **auth).status_code == 422
 
 
-def test_alarm_and_people(client, home):
+def test_alarm_and_people(client, home, settings, django_user_model):
+    """The alarm changes for a logged-in person at once; a token's holder waits for a person's
+    confirmation (mcp_endpoint.confirmation), and without one nothing changes."""
+    settings.MCP_CONFIRMATION_SECONDS = 0.3
     auth = bearer()
     assert client.get("/api/alarm", **auth).json()["armed"] is False
-    assert client.patch("/api/alarm", {"armed": True}, content_type="application/json", **auth).json()[
-        "armed"
-    ]
+    waited = client.patch("/api/alarm", {"armed": True}, content_type="application/json", **auth)
+    assert waited.status_code == 403
+    assert "needs a person's confirmation" in waited.json()["detail"]
+    assert client.get("/api/alarm", **auth).json()["armed"] is False
+    refused = Event.objects.get(action="tool.call", target="tool:set_alarm_state")
+    assert refused.interface == "rest" and "not approved" in refused.after["confirmation"]
+    client.force_login(django_user_model.objects.create_user("ana", password="pw-long-enough-1"))
+    assert client.patch("/api/alarm", {"armed": True}, content_type="application/json").json()["armed"]
+    client.logout()
     people = client.get("/api/people", **auth).json()
     assert {p["name"] for p in people} == {"Carlos", "Ana"}
     ana = client.patch("/api/people/Ana", {"present": True}, content_type="application/json", **auth)
@@ -96,6 +105,7 @@ def test_alarm_and_people(client, home):
         == 404
     )
     assert set(Event.objects.filter(interface="rest").values_list("action", flat=True)) == {
+        "tool.call",
         "alarm.set",
         "person.set",
     }

@@ -196,7 +196,7 @@ def test_a_resumed_get_stream_replays_what_the_client_missed(live_env, make_toke
                 "jsonrpc": "2.0",
                 "id": 1,
                 "method": "resources/subscribe",
-                "params": {"uri": "home://alarm"},
+                "params": {"uri": "home://lights/salon"},
             }
             await agent.post(base, subscribe)
             headers = {**agent.headers, "accept": "text/event-stream"}
@@ -204,8 +204,8 @@ def test_a_resumed_get_stream_replays_what_the_client_missed(live_env, make_toke
                 stream = events(response)
                 priming_id, _ = await stream.__anext__()
                 await asyncio.sleep(0.3)  # let the stream join the change group
-                arm = {"name": "set_alarm_state", "arguments": {"armed": True}}
-                await agent.post(base, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": arm})
+                switch = {"name": "set_light_state", "arguments": {"name": "salon", "on": True}}
+                await agent.post(base, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": switch})
                 heard, _ = await until(stream, lambda m: m.get("method") == "notifications/resources/updated")
             # Say the connection broke before that event arrived: resume after the priming event.
             async with agent.resume(base, priming_id) as response:
@@ -217,7 +217,7 @@ def test_a_resumed_get_stream_replays_what_the_client_missed(live_env, make_toke
 
     with hub(live_env) as base:
         heard, replayed = async_to_sync(bounded)(base)
-    assert heard[-1]["params"] == {"uri": "home://alarm"}
+    assert heard[-1]["params"] == {"uri": "home://lights/salon"}
     assert replayed == [heard[-1]]
 
 

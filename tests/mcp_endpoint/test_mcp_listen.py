@@ -79,7 +79,7 @@ def test_a_listening_http_client_hears_a_change_made_through_another_request(dap
 
     async def scenario():
         async with httpx.AsyncClient(timeout=10) as http:
-            listen = _listen(3, resourceSubscriptions=["home://alarm"])
+            listen = _listen(3, resourceSubscriptions=["home://lights/salon"])
             listening = http.stream(
                 "POST",
                 daphne_server + "/mcp",
@@ -97,9 +97,13 @@ def test_a_listening_http_client_hears_a_change_made_through_another_request(dap
 
                 ack = await next_message()
                 await asyncio.sleep(0.3)  # let the stream join the change group
-                arm = {"name": "set_alarm_state", "arguments": {"armed": True}, "_meta": MODERN_META}
+                arm = {
+                    "name": "set_light_state",
+                    "arguments": {"name": "salon", "on": True},
+                    "_meta": MODERN_META,
+                }
                 call = {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": arm}
-                extra = {"mcp-method": "tools/call", "mcp-name": "set_alarm_state"}
+                extra = {"mcp-method": "tools/call", "mcp-name": "set_light_state"}
                 called = await http.post(daphne_server + "/mcp", json=call, headers={**headers, **extra})
                 return response.status_code, ack, called.status_code, await next_message()
 
@@ -109,11 +113,11 @@ def test_a_listening_http_client_hears_a_change_made_through_another_request(dap
     status, ack, called, updated = async_to_sync(bounded)()
     assert status == 200 and called == 200
     assert ack["method"] == "notifications/subscriptions/acknowledged"
-    assert ack["params"]["notifications"] == {"resourceSubscriptions": ["home://alarm"]}
+    assert ack["params"]["notifications"] == {"resourceSubscriptions": ["home://lights/salon"]}
     assert updated == {
         "jsonrpc": "2.0",
         "method": "notifications/resources/updated",
-        "params": {"uri": "home://alarm", "_meta": {META_SUBSCRIPTION_ID: 3}},
+        "params": {"uri": "home://lights/salon", "_meta": {META_SUBSCRIPTION_ID: 3}},
     }
 
 
@@ -133,13 +137,13 @@ def test_the_official_sdk_client_listens(daphne_server, make_token):
         async with (
             http,
             Client(transport, mode="auto") as client,
-            client.listen(resource_subscriptions=["home://alarm"]) as subscription,
+            client.listen(resource_subscriptions=["home://lights/salon"]) as subscription,
         ):
             await asyncio.sleep(0.3)  # let the stream join the change group
-            await client.call_tool("set_alarm_state", {"armed": True})
+            await client.call_tool("set_light_state", {"name": "salon", "on": True})
             event = await asyncio.wait_for(anext(aiter(subscription)), 10)
             return subscription.honored, event
 
     honored, event = async_to_sync(scenario)()
-    assert honored.resource_subscriptions == ["home://alarm"]
-    assert event == ResourceUpdated(uri="home://alarm")
+    assert honored.resource_subscriptions == ["home://lights/salon"]
+    assert event == ResourceUpdated(uri="home://lights/salon")

@@ -115,14 +115,14 @@ def test_websocket_subscriber_hears_a_change_made_over_http(daphne_server, make_
                     "jsonrpc": "2.0",
                     "id": 2,
                     "method": "resources/subscribe",
-                    "params": {"uri": "home://alarm"},
+                    "params": {"uri": "home://lights/salon"},
                 },
             )
             session = post(daphne_server, INIT, actor).headers["mcp-session-id"]
             async with httpx.AsyncClient() as http:
                 await http.post(
                     daphne_server + "/mcp",
-                    json=call("set_alarm_state", {"armed": True}),
+                    json=call("set_light_state", {"name": "salon", "on": True}),
                     headers={
                         "authorization": f"Bearer {actor}",
                         "mcp-session-id": session,
@@ -138,7 +138,7 @@ def test_websocket_subscriber_hears_a_change_made_over_http(daphne_server, make_
     assert message == {
         "jsonrpc": "2.0",
         "method": "notifications/resources/updated",
-        "params": {"uri": "home://alarm"},
+        "params": {"uri": "home://lights/salon"},
     }
     assert waited < 1.0
 
@@ -151,7 +151,7 @@ def test_get_stream_hears_updates_after_a_post_subscription(daphne_server, make_
         "jsonrpc": "2.0",
         "id": 2,
         "method": "resources/subscribe",
-        "params": {"uri": "home://alarm"},
+        "params": {"uri": "home://lights/salon"},
     }
     post(daphne_server, subscribe, token, session)
     headers = {"authorization": f"Bearer {token}", "mcp-session-id": session, "accept": "text/event-stream"}
@@ -167,7 +167,7 @@ def test_get_stream_hears_updates_after_a_post_subscription(daphne_server, make_
             other = post(daphne_server, INIT, token).headers["mcp-session-id"]
             changed = await http.post(
                 daphne_server + "/mcp",
-                json=call("set_alarm_state", {"armed": True}),
+                json=call("set_light_state", {"name": "salon", "on": True}),
                 headers={"authorization": f"Bearer {token}", "mcp-session-id": other, "accept": ACCEPT},
             )
             assert changed.status_code == 200
@@ -182,5 +182,5 @@ def test_get_stream_hears_updates_after_a_post_subscription(daphne_server, make_
     assert async_to_sync(scenario)() == {
         "jsonrpc": "2.0",
         "method": "notifications/resources/updated",
-        "params": {"uri": "home://alarm"},
+        "params": {"uri": "home://lights/salon"},
     }
