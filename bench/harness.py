@@ -157,11 +157,11 @@ SHAPE_CALLS = [
     ("list_lights_on", {}),
     ("set_light_state", {"name": "cocina", "on": False}),
     ("set_light_state", {"name": "nope", "on": True}),
-    ("set_alarm_state", {"armed": True}),
     ("get_alarm_status", {}),
-    ("set_alarm_state", {"armed": False}),
     ("get_all_states", {}),
 ]
+# set_alarm_state is left out: over HTTP and WebSocket HomeHub waits for a person to confirm it
+# (mcp_endpoint.confirmation), which the SDK peers do not.
 
 
 async def shape_check(clients: list[Any]) -> list[str]:

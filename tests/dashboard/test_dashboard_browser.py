@@ -231,8 +231,10 @@ def test_home_live_alarm_and_every_page(daphne_server, owner, browser, make_toke
     page.screenshot(path=str(SHOTS / "home-reconnecting.png"))
     page.wait_for_function("document.body.dataset.socket === 'up'", timeout=10000)
     assert page.locator("#live-banner").is_hidden()
-    mcp_call(base, token, "set_alarm_state", {"armed": True})
-    page.wait_for_function("document.querySelector('[data-alarm]').dataset.alarm === 'armed'", timeout=1000)
+    mcp_call(base, token, "set_light_state", {"name": "dormitorio", "on": True})
+    page.wait_for_function(
+        "document.querySelector('[data-light=dormitorio]').getAttribute('aria-checked') === 'true'", timeout=1000
+    )
 
     # Every other page.
     page.goto(base + "/sensors/")
@@ -338,6 +340,7 @@ PHONE_PAGES = {
     "activity": "/activity/",
     "confirm-disarm": "/alarm/",
     "connected-apps": "/connected-apps/",
+    "requests": "/requests/",
 }
 
 
