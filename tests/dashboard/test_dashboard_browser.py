@@ -232,9 +232,8 @@ def test_home_live_alarm_and_every_page(daphne_server, owner, browser, make_toke
     page.wait_for_function("document.body.dataset.socket === 'up'", timeout=10000)
     assert page.locator("#live-banner").is_hidden()
     mcp_call(base, token, "set_light_state", {"name": "dormitorio", "on": True})
-    page.wait_for_function(
-        "document.querySelector('[data-light=dormitorio]').getAttribute('aria-checked') === 'true'", timeout=1000
-    )
+    switched = "document.querySelector('[data-light=dormitorio]').getAttribute('aria-checked') === 'true'"
+    page.wait_for_function(switched, timeout=1000)
 
     # Every other page.
     page.goto(base + "/sensors/")
