@@ -88,7 +88,13 @@ def get_alarm(request: HttpRequest):
     return selectors.alarm()
 
 
-@router.patch("/alarm", response=AlarmOut, summary="Arm or disarm the alarm")
+@router.patch(
+    "/alarm",
+    response={200: AlarmOut, 403: Error},
+    summary="Arm or disarm the alarm",
+    description="With a token, the change waits for a person's confirmation on the dashboard "
+    "(MCP_CONFIRMATION_SECONDS); 403 when it is denied or not given in time.",
+)
 def change_alarm(request: HttpRequest, change: AlarmChange):
     need(request, "control")
     call_tool_or_raise("set_alarm_state", {"armed": change.armed}, _caller(request))

@@ -34,6 +34,7 @@ def token(home, tmp_path, settings, inline_batches):
     from mcp_endpoint.tokens import create_token
 
     make_root(tmp_path, settings)
+    settings.MCP_CONFIRMATION_SECONDS = 0.05  # an alarm change by a token waits for a person: none here
     return create_token("schemathesis", ["read", "control", "fel", "devices"])[1]
 
 
