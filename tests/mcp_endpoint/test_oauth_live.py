@@ -21,6 +21,7 @@ from mcp_endpoint.oauth import grants
 from tests.conftest import free_port
 from tests.hub_support import running_hub
 from tests.mcp_endpoint.test_mcp_conformance import NEXT, NODE, SUITE_DIR, _suite_installed
+from tests.mcp_endpoint.test_mcp_websocket import ws_url
 from tests.mcp_helpers import call
 from tests.oauth_support import OWNER, PASSWORD, make_certificate, served_documents
 
@@ -233,6 +234,25 @@ def test_a_token_for_another_resource_is_refused(daphne_server, owner):
     token = grants.new_access_token(here)
     grants.issue(here, token, grants.new_refresh_token(), 600)
     assert call_tool(daphne_server, token, "get_alarm_status", {}).status_code == 200
+    # Nor is /mcp's token good at the other doors: the WebSocket and the REST API refuse it.
+    assert websocket_refusal(ws_url(daphne_server), token) == 403
+    rest = httpx.get(daphne_server + "/api/alarm", headers={"Authorization": f"Bearer {token}"})
+    assert rest.status_code == 401
+
+
+def websocket_refusal(url: str, token: str) -> int:
+    """The HTTP status with which the WebSocket handshake is refused (0: it was accepted)."""
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import InvalidStatus
+
+    async def attempt() -> int:
+        try:
+            async with connect(url, additional_headers={"Authorization": f"Bearer {token}"}):
+                return 0
+        except InvalidStatus as refused:
+            return refused.response.status_code
+
+    return async_to_sync(attempt)()
 
 
 @pytest.mark.conformance
