@@ -50,11 +50,30 @@ hub_app = with_gateway(
 OPS_PATHS = {"/healthz", "/metrics"}
 
 
+# Set once the process has begun to stop: what arrives then is turned away at the door, so
+# that no new request starts a Django thread the stopping loop would have to wait for.
+stopping = False
+
+
 async def application(scope, receive, send):
-    if scope["type"] == "http" and scope.get("path") in OPS_PATHS:
+    if stopping and scope["type"] in ("http", "websocket"):
+        await _turn_away(scope, send)
+    elif scope["type"] == "http" and scope.get("path") in OPS_PATHS:
         await django_http_app(scope, receive, send)
     else:
         await hub_app(scope, receive, send)
+
+
+async def _turn_away(scope, send) -> None:
+    """503 (a client retries at another process or after the restart); a WebSocket is refused
+    at its handshake."""
+    if scope["type"] == "websocket":
+        await send({"type": "websocket.close"})
+        return
+    body = b"the hub is stopping\n"
+    headers = [(b"content-type", b"text/plain"), (b"retry-after", b"1"), (b"connection", b"close")]
+    await send({"type": "http.response.start", "status": 503, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 EXIT_SECONDS = 3.0
@@ -83,17 +102,24 @@ def _cancel_pending(loop: asyncio.AbstractEventLoop) -> set[asyncio.Task]:
 
 
 async def _until_quiet(deadline: float) -> None:
-    """Cancel every other task, again and again, until none is left (or `deadline`): a task a
-    Django thread started meanwhile (async_to_sync) is cancelled too, so the thread returns."""
+    """Cancel every other task, again and again, until none is left for a while (or
+    `deadline`): a task a Django thread started meanwhile (async_to_sync) is cancelled too, so
+    the thread returns.
+
+    A task is cancelled only once an earlier pass saw it, when it has taken its first step: a
+    task cancelled before that never runs its coroutine's body, and async_to_sync's thread,
+    whose answer that body gives, would wait for it forever, and the process would never exit
+    (seen in tests/homehub/test_shutdown.py on PostgreSQL)."""
     loop = asyncio.get_running_loop()
+    seen: set[asyncio.Task] = set()
     while loop.time() < deadline:
-        pending = _cancel_pending(loop)
-        if pending:
-            await asyncio.wait(pending, timeout=deadline - loop.time())
-        else:
-            await asyncio.sleep(QUIET_SECONDS)  # a thread may be about to start one
-            if not (asyncio.all_tasks(loop) - {asyncio.current_task(loop)}):
-                return
+        others = asyncio.all_tasks(loop) - {asyncio.current_task(loop)}
+        if not others and not seen:
+            return
+        for task in others & seen:
+            task.cancel()
+        seen = others
+        await asyncio.sleep(QUIET_SECONDS)  # a thread may be about to start one
 
 
 async def _stop() -> None:
@@ -120,6 +146,8 @@ def _before_shutdown():
     keep the process from ever exiting."""
     from twisted.internet import defer
 
+    global stopping
+    stopping = True
     return defer.Deferred.fromFuture(asyncio.ensure_future(_stop()))
 
 
