@@ -2,8 +2,10 @@
 
 HTTP: `/mcp` goes straight to the MCP Streamable HTTP app (no Django middleware on the
 hot path); everything else to Django (`/healthz` and `/metrics` without waiting for the device
-gateway), with bodies bounded by HTTP_MAX_BODY_BYTES. WebSockets: Channels' routes of every
-app. The device gateway starts with the process's first connection.
+gateway), with bodies bounded by HTTP_MAX_BODY_BYTES. `/mcp` and the OAuth endpoints a client
+calls itself answer browser-based clients' CORS (mcp_endpoint/transports/cors.py).
+WebSockets: Channels' routes of every app. The device gateway starts with the process's
+first connection.
 """
 
 import asyncio
@@ -14,6 +16,7 @@ import sys
 from collections.abc import Awaitable, Callable
 
 from django.core.asgi import get_asgi_application
+from django.urls import reverse
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "homehub.settings")
 django_asgi_app = get_asgi_application()
@@ -25,15 +28,33 @@ from devices.agents.gateway import with_gateway  # noqa: E402
 from devices.agents.link import detach_all  # noqa: E402
 from homehub.body_limit import limit_body  # noqa: E402
 from homehub.routing import websocket_urlpatterns  # noqa: E402
+from mcp_endpoint.transports.cors import with_cors  # noqa: E402
 from mcp_endpoint.transports.http import StreamableHttpApp  # noqa: E402
 
-mcp_http_app = StreamableHttpApp()
+mcp_http_app = with_cors(StreamableHttpApp())
 django_http_app = limit_body(django_asgi_app)
+oauth_http_app = with_cors(django_http_app)
 MCP_PATHS = {"/mcp", "/mcp/"}
+# The OAuth endpoints a client calls itself (as homehub/urls.py names them).
+OAUTH_CLIENT_ROUTES = [
+    "oauth-resource",
+    "oauth-resource-mcp",
+    "oauth-server",
+    "oauth-token",
+    "oauth-register",
+    "oauth-revoke",
+]
+OAUTH_CLIENT_PATHS = {reverse(name) for name in OAUTH_CLIENT_ROUTES}
 
 
 async def http_router(scope, receive, send):
-    app = mcp_http_app if scope.get("path") in MCP_PATHS else django_http_app
+    path = scope.get("path")
+    if path in MCP_PATHS:
+        app = mcp_http_app
+    elif path in OAUTH_CLIENT_PATHS:
+        app = oauth_http_app
+    else:
+        app = django_http_app
     await app(scope, receive, send)
 
 

@@ -265,12 +265,14 @@ MCP_ENDPOINT_PING_SECONDS = float(os.environ.get("MCP_ENDPOINT_PING_SECONDS", 20
 # The hub's OAuth 2.1 server for /mcp (`mcp_endpoint.oauth`: hosted connectors): how long an
 # access token lasts (the client refreshes it), how long a refresh token may wait to be used,
 # how long a client's metadata document (its client_id URL) is kept before it is read again,
-# and whether documents on loopback addresses may be read (tests and development only: a
-# client could otherwise make the hub fetch from its own machine).
+# whether documents on loopback addresses may be read (tests and development only: a client
+# could otherwise make the hub fetch from its own machine), and how many dynamic registrations
+# one address may make in an hour (anyone may register; 0: no limit).
 MCP_OAUTH_ACCESS_TOKEN_SECONDS = int(os.environ.get("MCP_OAUTH_ACCESS_TOKEN_SECONDS", 3600))
 MCP_OAUTH_REFRESH_TOKEN_SECONDS = int(os.environ.get("MCP_OAUTH_REFRESH_TOKEN_SECONDS", 30 * 86400))
 MCP_OAUTH_CLIENT_CACHE_SECONDS = int(os.environ.get("MCP_OAUTH_CLIENT_CACHE_SECONDS", 3600))
 MCP_OAUTH_ALLOW_LOOPBACK_CLIENTS = env_bool("MCP_OAUTH_ALLOW_LOOPBACK_CLIENTS", False)
+MCP_OAUTH_REGISTRATIONS_PER_HOUR = int(os.environ.get("MCP_OAUTH_REGISTRATIONS_PER_HOUR", 20))
 
 # --- Audit trail ------------------------------------------------------------------------------
 # Successful read-only MCP tool calls are counted in /metrics; set to also keep each as an Event.

@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from asgiref.sync import async_to_sync
+from django.conf import settings
 
 from mcp_endpoint import confirmation, metrics, ratelimit
 from mcp_endpoint.input_rounds import InputRequired
@@ -84,7 +85,11 @@ async def call_tool(
     if tool.scope not in caller.scopes:
         metrics.record_call(name, "forbidden", caller.interface)
         await _refuse(tools, caller, tool, arguments, InsufficientScope(name, tool.scope))
-    retry_after = ratelimit.retry_after(caller.rate_key) if caller.rate_key else None
+    retry_after = (
+        ratelimit.retry_after(caller.rate_key, settings.MCP_RATE_LIMIT, settings.MCP_RATE_WINDOW_SECONDS)
+        if caller.rate_key
+        else None
+    )
     if retry_after is not None:
         metrics.record_call(name, "rate_limited", caller.interface)
         await _refuse(tools, caller, tool, arguments, RateLimited(retry_after))

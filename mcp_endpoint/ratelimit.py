@@ -1,18 +1,17 @@
-"""Per-token budget of tool calls, in Django's cache (Redis when REDIS_URL is set, so every
-hub process shares the count). A fixed window: MCP_RATE_LIMIT calls per
-MCP_RATE_WINDOW_SECONDS."""
+"""Budgets in Django's cache (Redis when REDIS_URL is set, so every hub process shares the
+count), each a fixed window: a token's tool calls (MCP_RATE_LIMIT per MCP_RATE_WINDOW_SECONDS)
+and an address's OAuth client registrations (MCP_OAUTH_REGISTRATIONS_PER_HOUR)."""
 
 from __future__ import annotations
 
 import time
 
-from django.conf import settings
 from django.core.cache import cache
 
 
-def retry_after(key: str) -> float | None:
-    """Count one call for `key`; None when allowed, else the seconds until the next window."""
-    limit, window = settings.MCP_RATE_LIMIT, settings.MCP_RATE_WINDOW_SECONDS
+def retry_after(key: str, limit: int, window: int) -> float | None:
+    """Count one event for `key`, allowed `limit` times per `window` seconds (a limit of 0:
+    always); None when allowed, else the seconds until the next window."""
     if limit <= 0:
         return None
     now = time.time()

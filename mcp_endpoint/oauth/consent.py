@@ -1,7 +1,9 @@
 """The owner's side of the authorization endpoint: what a request asks for (for the consent
 page), and the answer sent back to the client's redirect URI once the owner allowed (a code,
 for the scopes the owner kept) or denied (`access_denied`). Errors in the client or its redirect
-URI are shown to the owner, never redirected (RFC 6749 4.1.2.1); others go back to the client."""
+URI are shown to the owner, never redirected (RFC 6749 4.1.2.1); others go back to the client.
+Every answer sent back names the hub as its issuer (`iss`, RFC 9207), so that a client talking
+to several authorization servers cannot be tricked into taking one's code to another."""
 
 from __future__ import annotations
 
@@ -56,7 +58,7 @@ def review(uri: str) -> ConsentRequest:
     except errors.OAuth2Error as error:
         if error.redirect_uri is None:
             raise Refused(error.description) from None
-        raise SendBack(error.in_uri(error.redirect_uri)) from None
+        raise SendBack(_from_issuer(error.in_uri(error.redirect_uri), uri)) from None
     client = credentials["request"].client
     assert isinstance(client, OAuthClient)
     return ConsentRequest(
@@ -80,7 +82,7 @@ def approve(uri: str, owner: User, kept: list[str]) -> tuple[str, OAuthGrant | N
     headers, _body, _status = server.authorization.create_authorization_response(
         uri, "GET", scopes=chosen, credentials={"user": owner}
     )
-    location = headers["Location"]
+    location = _from_issuer(headers["Location"], uri)
     code = parse_qs(urlsplit(location).query).get("code", [""])[0]
     found = (
         AuthorizationCode.objects.filter(code_hash=tokens.hash_secret(code)).select_related("grant").first()
@@ -93,4 +95,13 @@ def deny(uri: str) -> str:
     asked = review(uri)
     state = parse_qs(urlsplit(uri).query).get("state", [""])[0]
     params = [("error", "access_denied"), ("error_description", "the owner denied access")]
-    return add_params_to_uri(asked.redirect_uri, params + ([("state", state)] if state else []))
+    if state:
+        params.append(("state", state))
+    return _from_issuer(add_params_to_uri(asked.redirect_uri, params), uri)
+
+
+def _from_issuer(location: str, uri: str) -> str:
+    """`location` with the `iss` of the hub that `uri` (the authorization request) reached: the
+    issuer of its metadata."""
+    parts = urlsplit(uri)
+    return add_params_to_uri(location, [("iss", f"{parts.scheme}://{parts.netloc}")])

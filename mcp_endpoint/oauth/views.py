@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import json
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
+from mcp_endpoint import ratelimit
 from mcp_endpoint.oauth import clients
 from mcp_endpoint.oauth.server import server
 from mcp_endpoint.scopes import scopes
 
 MAX_REGISTRATION_BYTES = 64 * 1024
+REGISTRATION_WINDOW_SECONDS = 3600
 
 
 def issuer(request: HttpRequest) -> str:
@@ -40,6 +43,7 @@ def authorization_server_metadata(request: HttpRequest) -> JsonResponse:
             "token_endpoint_auth_methods_supported": ["none"],
             "revocation_endpoint_auth_methods_supported": ["none"],
             "client_id_metadata_document_supported": True,
+            "authorization_response_iss_parameter_supported": True,
         }
     )
 
@@ -78,6 +82,22 @@ def revoke(request: HttpRequest) -> HttpResponse:
 @csrf_exempt
 @require_POST
 def register(request: HttpRequest) -> JsonResponse:
+    """RFC 7591, open to anyone: bounded per address (behind the deployment's proxy, the
+    client's, from X-Forwarded-For through daphne's --proxy-headers)."""
+    address = request.META.get("REMOTE_ADDR") or "unknown"
+    wait = ratelimit.retry_after(
+        f"oauth-register:{address}", settings.MCP_OAUTH_REGISTRATIONS_PER_HOUR, REGISTRATION_WINDOW_SECONDS
+    )
+    if wait is not None:
+        refused = JsonResponse(
+            {
+                "error": "temporarily_unavailable",
+                "error_description": f"too many registrations from this address: retry in {wait:.0f} s",
+            },
+            status=429,
+        )
+        refused["Retry-After"] = f"{wait:.0f}"
+        return refused
     if len(request.body) > MAX_REGISTRATION_BYTES:
         return JsonResponse(
             {"error": "invalid_client_metadata", "error_description": "registration is too large"}, status=400

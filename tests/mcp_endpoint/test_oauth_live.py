@@ -88,7 +88,9 @@ class Owner:
     async def callback(self):
         from mcp.shared.auth import AuthorizationCodeResult
 
-        return AuthorizationCodeResult(code=self.answer["code"], state=self.answer.get("state"))
+        return AuthorizationCodeResult(
+            code=self.answer["code"], state=self.answer.get("state"), iss=self.answer.get("iss")
+        )
 
 
 class Storage:

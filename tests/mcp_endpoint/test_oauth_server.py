@@ -23,6 +23,12 @@ REDIRECT = "http://127.0.0.1:9/callback"
 ALLOW_READ = {"decision": "allow", "scope": ["read"]}
 
 
+@pytest.fixture(autouse=True)
+def _registrations_unlimited(settings):
+    """These tests register often, from one address; the limit has its own test."""
+    settings.MCP_OAUTH_REGISTRATIONS_PER_HOUR = 0
+
+
 @pytest.fixture
 def owner(django_user_model):
     return django_user_model.objects.create_user("owner", password="pw-for-tests")
@@ -34,9 +40,9 @@ def browser(client, owner):
     return client
 
 
-def register(client, **metadata):
+def register(client, REMOTE_ADDR="127.0.0.1", **metadata):
     body = {"client_name": "Registered app", "redirect_uris": [REDIRECT], **metadata}
-    return client.post("/oauth/register", body, content_type="application/json")
+    return client.post("/oauth/register", body, content_type="application/json", REMOTE_ADDR=REMOTE_ADDR)
 
 
 def authorize_url(client_id, challenge, **params):
@@ -70,6 +76,7 @@ def connect(browser, scopes=("read", "control")):
     verifier, challenge = pkce()
     url = authorize_url(client_id, challenge)
     _, params = redirected(browser.post(url, {"decision": "allow", "scope": list(scopes)}))
+    assert params["iss"] == HUB  # RFC 9207: the answer names who issued the code
     answer = token_request(
         browser,
         grant_type="authorization_code",
@@ -89,6 +96,7 @@ def test_metadata_names_the_hub_as_its_own_authorization_server(client, db):
     assert server["authorization_endpoint"] == HUB + "/oauth/authorize"
     assert server["code_challenge_methods_supported"] == ["S256"]
     assert server["client_id_metadata_document_supported"] is True
+    assert server["authorization_response_iss_parameter_supported"] is True  # RFC 9207
     assert "none" in server["token_endpoint_auth_methods_supported"]
     assert server["scopes_supported"][:2] == ["read", "control"] and "fel" in server["scopes_supported"]
     assert {"registration_endpoint", "revocation_endpoint", "token_endpoint"} <= set(server)
@@ -108,6 +116,7 @@ def test_consent_page_names_the_client_and_its_scopes_and_deny_sends_access_deni
     location, params = redirected(browser.post(url, {"decision": "deny", "scope": ["read"]}))
     assert location.startswith(REDIRECT)
     assert params["error"] == "access_denied" and params["state"] == "st-123"
+    assert params["iss"] == HUB
     assert not OAuthGrant.objects.exists()
 
 
@@ -139,6 +148,7 @@ def test_plain_pkce_and_a_missing_challenge_are_refused(browser):
     verifier = "v" * 50
     _, params = redirected(browser.get(authorize_url(client_id, verifier, code_challenge_method="plain")))
     assert params["error"] == "invalid_request" and params["state"] == "st-123"
+    assert params["iss"] == HUB
     _, params = redirected(browser.get(authorize_url(client_id, None, code_challenge_method=None)))
     assert params["error"] == "invalid_request"
 
@@ -287,6 +297,17 @@ def test_registration_checks_its_metadata(client, db):
     )
     register(client)  # a registration nobody authorized for a day is deleted
     assert not OAuthClient.objects.filter(client_id=made.json()["client_id"]).exists()
+
+
+def test_registrations_are_limited_per_address(client, db, settings):
+    settings.MCP_OAUTH_REGISTRATIONS_PER_HOUR = 2
+    busy, other = {"REMOTE_ADDR": "192.0.2.10"}, {"REMOTE_ADDR": "192.0.2.11"}
+    assert [register(client, **busy).status_code for _ in range(2)] == [201, 201]
+    refused = register(client, **busy)
+    assert refused.status_code == 429 and refused.json()["error"] == "temporarily_unavailable"
+    assert 0 < int(refused["Retry-After"]) <= 3600
+    assert register(client, **other).status_code == 201
+    assert OAuthClient.objects.count() == 3
 
 
 # --- the guarded fetch of client metadata documents ---------------------------------------------
