@@ -27,9 +27,13 @@ def with_cors(app: AsgiApp) -> AsgiApp:
     """`app`, answering CORS preflights from allowed origins and letting their pages read it."""
 
     async def cors_app(scope: Mapping[str, Any], receive: AsgiReceive, send: AsgiSend) -> None:
+        # Most clients are no browser and send no Origin: for them, one look at the headers.
+        if not any(name == b"origin" for name, _ in scope.get("headers", [])):
+            await app(scope, receive, send)
+            return
         request = Request.from_scope(scope)
-        origin = request.headers.get("origin")
-        if not origin or not origin_allowed(origin, request.headers.get("host")):
+        origin = request.headers["origin"]
+        if not origin_allowed(origin, request.headers.get("host")):
             await app(scope, receive, send)
             return
         if request.method == "OPTIONS" and "access-control-request-method" in request.headers:
