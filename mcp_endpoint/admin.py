@@ -3,14 +3,15 @@ from typing import Any
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
-from django.db.models import QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils.decorators import method_decorator
 from django.views.decorators.debug import sensitive_post_parameters
 
 from mcp_endpoint.endpoint_urls import MAX_URL_LENGTH, mask_url, validate_endpoint_url
 from mcp_endpoint.endpoints import parse_tools
-from mcp_endpoint.models import AccessToken, OutboundEndpoint
+from mcp_endpoint.models import AccessToken, OAuthClient, OAuthGrant, OutboundEndpoint
+from mcp_endpoint.oauth.clients import shown_host
 from mcp_endpoint.scopes import scopes
 from mcp_endpoint.tokens import create_token, forget, revoke_all
 
@@ -180,3 +181,55 @@ class OutboundEndpointAdmin(admin.ModelAdmin):
     ) -> HttpResponse:
         """The URL typed in stays out of error reports (Django's, by mail or on the debug page)."""
         return super().changeform_view(request, object_id, form_url, extra_context)
+
+
+class ReadOnlyAdminMixin:
+    """Shown, never changed here: what changes it has its own door (and its audit)."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class OAuthGrantInline(ReadOnlyAdminMixin, admin.TabularInline):
+    model = OAuthGrant
+    fields = readonly_fields = ("owner", "scopes", "created_at", "revoked_at")
+    extra = 0
+
+
+@admin.register(OAuthClient)
+class OAuthClientAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Every client the OAuth server knows (hosted connectors, by their metadata document or
+    registered), with the grants its owners gave it. Access is revoked on the dashboard's
+    Connected apps page; a registration nobody authorized is deleted after a day."""
+
+    list_display = ["client_name", "kind", "host", "live_grants", "created_at", "fetched_at"]
+    list_filter = ["kind"]
+    search_fields = ["client_name", "client_id"]
+    fields = readonly_fields = (
+        "client_name",
+        "client_id",
+        "kind",
+        "redirect_uris",
+        "metadata",
+        "created_at",
+        "fetched_at",
+    )
+    inlines = [OAuthGrantInline]
+
+    @admin.display(description="host")
+    def host(self, obj: OAuthClient) -> str:
+        return shown_host(obj)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[OAuthClient]:
+        clients: QuerySet[OAuthClient] = super().get_queryset(request)
+        return clients.annotate(live=Count("grants", filter=Q(grants__revoked_at=None)))
+
+    @admin.display(description="live grants", ordering="live")
+    def live_grants(self, obj: OAuthClient) -> int:
+        return int(getattr(obj, "live", 0))  # annotated by get_queryset

@@ -381,3 +381,19 @@ def test_consent_names_a_document_clients_name_and_host(browser, settings, certi
         assert browser.get(authorize_url(url, pkce()[1])).status_code == 200
     refused = browser.get(authorize_url("https://10.0.0.7/connector.json", pkce()[1]))
     assert refused.status_code == 400 and b"non-public address" in refused.content
+
+
+def test_the_admin_lists_clients_and_their_grants_read_only(browser, admin_client):
+    client_id, _ = connect(browser, scopes=("read",))
+    register(browser, client_name="Never authorized")
+    listing = admin_client.get("/admin/mcp_endpoint/oauthclient/")
+    assert listing.status_code == 200
+    text = listing.content.decode()
+    assert "Registered app" in text and "Never authorized" in text and "127.0.0.1" in text
+    client = OAuthClient.objects.get(client_id=client_id)
+    page = admin_client.get(f"/admin/mcp_endpoint/oauthclient/{client.pk}/change/")
+    assert page.status_code == 200 and 'id="grants-group"' in page.content.decode()  # its grant, inline
+    assert "[&quot;read&quot;]" in page.content.decode() or '["read"]' in page.content.decode()
+    assert admin_client.get("/admin/mcp_endpoint/oauthclient/add/").status_code == 403
+    admin_client.post(f"/admin/mcp_endpoint/oauthclient/{client.pk}/delete/", {"post": "yes"})
+    assert OAuthClient.objects.filter(pk=client.pk).exists()  # revoked on Connected apps, not deleted here
