@@ -33,6 +33,16 @@ def hash_device_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+DEVICE_TOKEN_PREFIX = "hhd_"
+
+
+def new_device_token() -> str:
+    """A device token. Its prefix names it (to a log reader or a secret scanner) and keeps it
+    from starting with "-", which a command line (`simulate_device AGENT_ID TOKEN`) would take
+    for an option: one bare token in 64 did."""
+    return DEVICE_TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
 def register_agent(
     agent_id: str,
     *,
@@ -47,7 +57,7 @@ def register_agent(
     (returned once; only its hash is kept), which replaces any earlier one; with
     `issue_token=False` none yet (any earlier one stops working): the device is handed one
     later, through `issue_device_token`. `connects_on_demand`: set it, when given."""
-    token = secrets.token_urlsafe(32) if transport == Agent.Transport.WS and issue_token else None
+    token = new_device_token() if transport == Agent.Transport.WS and issue_token else None
     with transaction.atomic():
         agent, created = Agent.objects.select_for_update().get_or_create(
             agent_id=agent_id, defaults={"transport": transport, "name": name}
@@ -78,7 +88,7 @@ def register_agent(
 def issue_device_token(agent_id: str, *, actor: str, interface: str) -> str | None:
     """A fresh device token for a WebSocket agent (returned once; only its hash is kept),
     replacing any earlier one; None when there is no such agent."""
-    token = secrets.token_urlsafe(32)
+    token = new_device_token()
     with transaction.atomic():
         issued = Agent.objects.filter(agent_id=agent_id, transport=Agent.Transport.WS).update(
             token_hash=hash_device_token(token)

@@ -11,6 +11,7 @@ from django.core.management import call_command
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from devices.agents.management.commands.simulate_device import Command as SimulateDevice
 from devices.agents.models import Agent, AgentTool
 from devices.agents.services import hash_device_token, register_agent
 from devices.agents.simulator import SimulatedDevice
@@ -188,3 +189,10 @@ def test_register_agent_prints_the_token_last_and_stores_its_hash(db, capsys):
     assert Agent.objects.get(agent_id="esp-kitchen").token_hash != agent.token_hash  # re-registering rotates
     call_command("register_agent", "mqtt-1", "--transport", "mqtt")
     assert Agent.objects.get(agent_id="mqtt-1").token_hash == ""
+
+
+def test_every_device_token_can_be_typed_on_the_simulators_command_line(db):
+    parser = SimulateDevice().create_parser("manage.py", "simulate_device")
+    for _ in range(200):  # a bare random token started with "-" once in 64
+        token = register_agent("esp-cli", transport="ws", actor="test", interface="system")[1]
+        assert parser.parse_args(["esp-cli", token]).token == token
