@@ -7,7 +7,9 @@ pydantic input model and a `ToolContext`, returning a pydantic output model or a
 Django's sync thread (they may use the ORM); async functions run on the event loop.
 
 Dynamic providers (device tools that come and go) plug in with `add_provider`; anything
-that changes the tool set calls `notify_changed()` and every listening session hears it.
+that changes the tool set calls `notify_changed()` and every listening session hears it,
+with what changed it as log records for the clients that asked for logs (a device's tools
+discovered, a device gone).
 
 The owner's settings of tools (the admin's tool catalogue, `mcp_endpoint.catalogue`) are
 applied here, to every door: a disabled tool is neither listed nor found, a description
@@ -87,6 +89,22 @@ def redact(data: Any) -> Any:
     return data
 
 
+def log_wanted(level: str, least: str | None) -> bool:
+    """Whether a log at `level` reaches a client that wants `least` and above (None: no logs)."""
+    return least is not None and level in LOG_LEVELS and LOG_LEVELS.index(level) >= LOG_LEVELS.index(least)
+
+
+@dataclass(frozen=True)
+class LogRecord:
+    """A `notifications/message` not tied to a request (`logger`: what logs)."""
+
+    level: str
+    data: Any
+    logger: str
+
+
+# Told that the tool set changed, with why, as logs for the clients that want them.
+ToolsListener = Callable[[Sequence[LogRecord]], None]
 ProgressSender = Callable[[float, float | None, str | None], Awaitable[None]]
 # Sends one `notifications/message` (level, data, logger name or None for the engine's).
 LogSender = Callable[[str, Any, str | None], Awaitable[None]]
@@ -140,11 +158,7 @@ class ToolContext:
 
     def logs(self, level: str) -> bool:
         """Whether a log at `level` reaches the client: a tool need not build one that does not."""
-        return (
-            self.log_level is not None
-            and level in LOG_LEVELS
-            and LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.log_level)
-        )
+        return log_wanted(level, self.log_level)
 
     async def log(self, level: str, data: Any, *, logger: str | None = None) -> None:
         """A `notifications/message` to the client (`data`: a text or a JSON object; `logger`:
@@ -542,7 +556,7 @@ class ToolRegistry:
         self._settings = _Settings({})
         self._starters: list[Callable[[], Awaitable[None]]] = []
         self._providers: list[ToolProvider] = []
-        self._listeners: set[Callable[[], None]] = set()
+        self._listeners: set[ToolsListener] = set()
         self._instructions: list[str] = []
         self.observers: list[CallObserver] = []
 
@@ -648,16 +662,17 @@ class ToolRegistry:
         settings = self._settings.by_name.get(name)
         return settings is None or settings.enabled
 
-    def subscribe(self, listener: Callable[[], None]) -> None:
+    def subscribe(self, listener: ToolsListener) -> None:
         self._listeners.add(listener)
 
-    def unsubscribe(self, listener: Callable[[], None]) -> None:
+    def unsubscribe(self, listener: ToolsListener) -> None:
         self._listeners.discard(listener)
 
-    def notify_changed(self) -> None:
-        """Tell every listening session that the tool set changed."""
+    def notify_changed(self, logs: Sequence[LogRecord] = ()) -> None:
+        """Tell every listening session that the tool set changed; `logs`: what changed it,
+        for the clients that asked for logs at their level."""
         for listener in list(self._listeners):
-            listener()
+            listener(logs)
 
 
 registry = ToolRegistry()

@@ -26,7 +26,7 @@ import base64
 import binascii
 import json
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -59,12 +59,14 @@ from mcp_endpoint.protocol import (
 from mcp_endpoint.registry import (
     LOG_LEVELS,
     Caller,
+    LogRecord,
     LogSender,
     MissingClientCapability,
     ProgressSender,
     ToolContext,
     ToolRegistry,
     ToolResult,
+    log_wanted,
     no_close,
     redact,
     registry,
@@ -393,22 +395,34 @@ class ServerSession(ClientRequests, ResourceMethods):
             self.tools.subscribe(self._on_tools_changed)
             self._listening = True
 
-    def _on_tools_changed(self) -> None:
+    def _on_tools_changed(self, logs: Sequence[LogRecord]) -> None:
         """Registry listener; may be called from any thread."""
         if self._loop is None or self._loop.is_closed():
             return
-        self._loop.call_soon_threadsafe(self._tools_changed)
+        self._loop.call_soon_threadsafe(self._tools_changed, logs)
 
-    def _tools_changed(self) -> None:
+    def _tools_changed(self, logs: Sequence[LogRecord]) -> None:
         self.listens.tools_changed()
-        if self.state.initialized:  # a handshake-era session hears it unasked
-            message = jsonrpc.notification("notifications/tools/list_changed")
-            task = asyncio.ensure_future(self._send_quietly(message))
-            self._sending.add(task)
-            task.add_done_callback(self._sending.discard)
+        if not self.state.initialized:
+            return
+        # A handshake-era session hears it unasked, and the logs its client asked for (the
+        # 2026-07-28 era has no session to hear logs outside a request).
+        messages = [
+            jsonrpc.notification("notifications/message", _log_params(log.level, log.data, log.logger))
+            for log in logs
+            if log_wanted(log.level, self.state.log_level)
+        ]
+        messages.append(jsonrpc.notification("notifications/tools/list_changed"))
+        task = asyncio.ensure_future(self._send_each_quietly(messages))
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
 
     async def _send_quietly(self, message: dict[str, Any]) -> None:
         await quietly(self.send, message)  # the transport went away: close() will follow
+
+    async def _send_each_quietly(self, messages: list[dict[str, Any]]) -> None:
+        for message in messages:
+            await self._send_quietly(message)
 
     # --- tools -------------------------------------------------------------------------
 
@@ -478,8 +492,7 @@ class ServerSession(ClientRequests, ResourceMethods):
         """Logs on the stream of request `ctx` (the ToolContext filters them by level first)."""
 
         async def send_log(level: str, data: Any, logger: str | None) -> None:
-            params = {"level": level, "logger": logger or SERVER_NAME, "data": redact(data)}
-            await ctx.notify(jsonrpc.notification("notifications/message", params))
+            await ctx.notify(jsonrpc.notification("notifications/message", _log_params(level, data, logger)))
 
         return send_log
 
@@ -526,3 +539,8 @@ def _decode_cursor(cursor: Any) -> int:
     except (ValueError, KeyError, TypeError, binascii.Error):
         pass
     raise JsonRpcError(jsonrpc.INVALID_PARAMS, "Invalid params: unknown or malformed cursor")
+
+
+def _log_params(level: str, data: Any, logger: str | None) -> dict[str, Any]:
+    """A `notifications/message`'s params: whatever looks like a token redacted."""
+    return {"level": level, "logger": logger or SERVER_NAME, "data": redact(data)}

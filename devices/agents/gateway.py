@@ -34,7 +34,7 @@ from devices.agents import services as agent_services
 from devices.agents.link import local_links
 from devices.agents.outcomes import CallFailed, CallResult, DeviceTimeout, UnknownTool, absent, from_wire
 from devices.agents.services import arecord_agent_call
-from mcp_endpoint.registry import Caller, Tool, ToolContext, ToolError, ToolResult, registry
+from mcp_endpoint.registry import Caller, LogRecord, Tool, ToolContext, ToolError, ToolResult, registry
 
 logger = logging.getLogger(__name__)
 
@@ -186,16 +186,19 @@ class DeviceGateway:
 
     async def refresh(self, agent_ids: list[str] | None = None) -> None:
         """Reload the given agents (all when None) from the database; if anything changed,
-        tell this process's MCP sessions that the tool list changed."""
+        tell this process's MCP sessions that the tool list changed, and their clients that
+        asked for logs which devices' tools were discovered or went away."""
         found = await selectors.aagent_device_tools(agent_ids)
         ids = list(self._agents) if agent_ids is None else agent_ids
-        if all(found.get(a) == self._agents.get(a) for a in {*ids, *found}):
+        changed = sorted(a for a in {*ids, *found} if found.get(a) != self._agents.get(a))
+        if not changed:
             return
+        logs = [_discovery_log(a, self._agents.get(a), found.get(a)) for a in changed]
         for agent_id in ids:
             self._drop(agent_id)
         for agent_id, agent in found.items():
             self._add(agent_id, agent)
-        registry.notify_changed()
+        registry.notify_changed(logs)
 
     def _drop(self, agent_id: str) -> None:
         self._agents.pop(agent_id, None)
@@ -326,6 +329,23 @@ class DeviceGateway:
             outcome=outcome,
         )
         return float(outcome["ms"])
+
+
+def _discovery_log(
+    agent_id: str, before: selectors.OnlineAgent | None, after: selectors.OnlineAgent | None
+) -> LogRecord:
+    """What a device's tools coming, changing or going tells a client (info, `homehub.devices`)."""
+    agent = after or before
+    assert agent is not None
+    label = agent["name"] or agent_id
+    tools = [spec["name"] for spec in agent["tools"]]
+    if after is None:
+        message = f"Device '{label}' went away: its {len(tools)} tools are no longer offered"
+    elif before is None:
+        message = f"Device '{label}' is online: {len(tools)} tools discovered"
+    else:
+        message = f"Device '{label}' changed its tools: {len(tools)} now"
+    return LogRecord("info", {"message": message, "agent_id": agent_id, "tools": tools}, _CallLog.LOGGER)
 
 
 class _CallLog:

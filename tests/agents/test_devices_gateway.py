@@ -92,26 +92,49 @@ async def _lacks(llm: LlmSession, name: str) -> bool:
     return name not in await llm.tool_names()
 
 
+async def _until_list_changed(llm: LlmSession) -> list[dict]:
+    """The notifications heard up to and with the next list_changed."""
+    heard = []
+    async with asyncio.timeout(5):
+        while not heard or heard[-1].get("method") != "notifications/tools/list_changed":
+            heard.append(await llm.notifications.get())
+    return heard
+
+
+def _logs(heard: list[dict]) -> list[dict]:
+    return [m["params"] for m in heard if m.get("method") == "notifications/message"]
+
+
 def test_list_changed_when_devices_come_and_go(live_env, make_token):
+    """Every session hears list_changed; a client that asked for logs (info) also hears which
+    device's tools were discovered, and that they went away."""
     token = make_token(scopes=["devices"])
     with hub(live_env) as base:
         device = new_device(base, MAC)
 
         async def scenario():
-            async with LlmSession(base, token) as llm:
+            async with LlmSession(base, token) as llm, LlmSession(base, token) as quiet:
+                assert (await llm.request("logging/setLevel", {"level": "info"}))["result"] == {}
                 before = await llm.tool_names()
                 await device.connect()
-                await llm.next_notification("notifications/tools/list_changed")
+                came = await _until_list_changed(llm), await _until_list_changed(quiet)
                 during = await eventually(lambda: _has(llm, VOLUME))
                 await device.close()
-                await llm.next_notification("notifications/tools/list_changed")
+                went = await _until_list_changed(llm), await _until_list_changed(quiet)
                 after = await llm.tool_names()
-            return before, during, after
+            return before, during, after, came, went
 
-        before, during, after = async_to_sync(scenario)()
+        before, during, after, came, went = async_to_sync(scenario)()
 
     assert before == after == {"list_agents", "call_agent_tool"}
     assert len(during - before) == 5
+    [online] = _logs(came[0])
+    assert (online["level"], online["logger"]) == ("info", "homehub.devices")
+    assert online["data"]["agent_id"] == MAC and "online: 5 tools discovered" in online["data"]["message"]
+    assert "self.audio_speaker.set_volume" in online["data"]["tools"]
+    [gone] = _logs(went[0])
+    assert "went away" in gone["data"]["message"] and gone["data"]["agent_id"] == MAC
+    assert _logs(came[1]) == _logs(went[1]) == []  # no logs for a client that did not ask
 
 
 def test_disconnect_mid_call_and_timeout(live_env, make_token):

@@ -103,7 +103,7 @@ def test_tools_know_their_source():
 
 def test_settings_are_loaded_from_the_catalogue_and_changes_heard(db):
     heard = []
-    registry.subscribe(lambda: heard.append(1))
+    registry.subscribe(lambda logs: heard.append(1))
     try:
         ToolSetting.objects.create(name="get_presence", enabled=False)
         ToolSetting.objects.create(name="set_alarm_state", description="Arms the alarm")
