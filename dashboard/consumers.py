@@ -1,7 +1,9 @@
 """`/ws/home/`: live updates for the dashboard's pages (logged-in users only).
 
 Joins the channel layer's home group, where `devices.services` announce every change, and
-forwards each `home.event` to the browser as one JSON text frame.
+forwards each `home.event` to the browser as one JSON text frame; and the group where the
+requests waiting for a person's confirmation change (`{"type": "requests"}`: the page
+re-reads its banner and, on the Requests page, its lists).
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from common.groups import keep_joined
 from devices.audit.changes import CHANGES_GROUP
 from mcp_endpoint import jsonrpc
+from mcp_endpoint.confirmation import REQUESTS_GROUP
 
 UNAUTHORIZED = 4401
+GROUPS = [CHANGES_GROUP, REQUESTS_GROUP]
 
 
 class HomeConsumer(AsyncJsonWebsocketConsumer):
@@ -25,9 +29,10 @@ class HomeConsumer(AsyncJsonWebsocketConsumer):
         if user is None or not user.is_authenticated:
             await self.close(code=UNAUTHORIZED)
             return
-        await self.channel_layer.group_add(CHANGES_GROUP, self.channel_name)
+        for group in GROUPS:
+            await self.channel_layer.group_add(group, self.channel_name)
         self.joined = True
-        self.membership = keep_joined(self.channel_layer, lambda: [CHANGES_GROUP], self.channel_name)
+        self.membership = keep_joined(self.channel_layer, lambda: GROUPS, self.channel_name)
         await self.accept()
         await self.send_json({"type": "hello", "user": user.get_username()})
 
@@ -44,7 +49,8 @@ class HomeConsumer(AsyncJsonWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         if self.joined:
             self.membership.cancel()
-            await self.channel_layer.group_discard(CHANGES_GROUP, self.channel_name)
+            for group in GROUPS:
+                await self.channel_layer.group_discard(group, self.channel_name)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "ping":
@@ -52,3 +58,6 @@ class HomeConsumer(AsyncJsonWebsocketConsumer):
 
     async def home_event(self, message: dict[str, Any]) -> None:
         await self.send_json({"type": "event", "event": message.get("event", {})})
+
+    async def requests_changed(self, message: dict[str, Any]) -> None:
+        await self.send_json({"type": "requests"})

@@ -13,7 +13,9 @@ call becomes a `PendingConfirmation` on the dashboard, where the owner approves 
 and the call waits for the decision, reading the row every POLL_SECONDS: one way that works
 between any two hub processes on either database, for calls that wait on a person anyway.
 Both ways are bounded by MCP_CONFIRMATION_SECONDS. What happened is kept on the call's result
-(`ToolResult.confirmation`) for its audit event.
+(`ToolResult.confirmation`) for its audit event. Each request made, decided or lapsed is
+announced to every process's REQUESTS_GROUP once committed, where the dashboard's open pages
+hear it and show it at once.
 """
 
 from __future__ import annotations
@@ -29,12 +31,15 @@ from django.conf import settings
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from common.feed import announce
 from mcp_endpoint.models import PendingConfirmation
 from mcp_endpoint.registry import ArgumentError, Caller, ClientRequestError, Tool, ToolContext
 
 POLL_SECONDS = 0.25
 MAX_ARGUMENTS_CHARS = 500
 ELICITATION_KEY = "confirm"  # the question's key in a stateless call's inputRequests
+REQUESTS_GROUP = "confirmations"
+REQUESTS_CHANGED = "requests.changed"  # the channel-layer message type (`requests_changed`)
 
 Decision = PendingConfirmation.Decision
 
@@ -143,6 +148,7 @@ def _create(tool: Tool, arguments: Any, text: str, caller: Caller, seconds: floa
         interface=caller.interface[:32],
         expires_at=timezone.now() + timedelta(seconds=seconds),
     )
+    _announce()
     return row.pk
 
 
@@ -154,15 +160,16 @@ def _decision(pk: int) -> tuple[str, str]:
 
 @sync_to_async
 def _expire(pk: int) -> None:
-    PendingConfirmation.objects.filter(pk=pk, decision=Decision.PENDING).update(
+    if PendingConfirmation.objects.filter(pk=pk, decision=Decision.PENDING).update(
         decision=Decision.EXPIRED, decided_at=timezone.now()
-    )
+    ):
+        _announce()
 
 
 def decide(pk: int, *, approve: bool, by: str) -> bool:
     """The owner's decision on a pending request; False when it is no longer pending (decided,
     or lapsed: the call stopped waiting)."""
-    return bool(
+    decided = (
         _open()
         .filter(pk=pk)
         .update(
@@ -171,6 +178,13 @@ def decide(pk: int, *, approve: bool, by: str) -> bool:
             decided_at=timezone.now(),
         )
     )
+    if decided:
+        _announce()
+    return bool(decided)
+
+
+def _announce() -> None:
+    announce(REQUESTS_GROUP, {"type": REQUESTS_CHANGED})
 
 
 def open_requests() -> list[PendingConfirmation]:
