@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 logger = logging.getLogger(__name__)
@@ -55,6 +55,26 @@ class Tasks:
         for task in list(self._tasks):
             if task is not current:
                 task.cancel()
+
+
+class StartOnce:
+    """An async `start` run once per event loop, shared by all who await it, and again after
+    it failed (the database or Redis was down), not for ever after: how the device gateway and
+    the tool catalogue start with a process's first connection."""
+
+    def __init__(self, start: Callable[[], Awaitable[None]]) -> None:
+        self._start = start
+        self._ready: asyncio.Future[None] | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None  # where it last started
+
+    async def __call__(self) -> None:
+        loop = asyncio.get_running_loop()
+        ready = self._ready
+        failed = ready is not None and ready.done() and (ready.cancelled() or ready.exception() is not None)
+        if ready is None or self.loop is not loop or failed:
+            self.loop = loop
+            ready = self._ready = asyncio.ensure_future(self._start())
+        await asyncio.shield(ready)
 
 
 _process = Tasks("background")

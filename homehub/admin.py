@@ -19,6 +19,23 @@ from devices.audit.admin import AuditedAdmin
 from mcp_endpoint import catalogue
 from mcp_endpoint.models import ToolSetting
 
+TOOL_FIELDS = (
+    "name",
+    "enabled",
+    "needs_confirmation",
+    "description",
+    "own_description",
+    "title",
+    "scope",
+    "annotation_list",
+    "source_label",
+    "offered",
+    "last_offered_at",
+    "updated_at",
+    "updated_by",
+)
+OWNER_SETS = ("enabled", "needs_confirmation", "description")  # the rest is read only
+
 
 @admin.register(ToolSetting)
 class ToolSettingAdmin(AuditedAdmin):
@@ -42,33 +59,8 @@ class ToolSettingAdmin(AuditedAdmin):
     actions = ["disable", "enable"]
     list_filter = ["enabled", "needs_confirmation", "scope"]
     search_fields = ["name", "title", "source", "own_description"]
-    fields = [
-        "name",
-        "enabled",
-        "needs_confirmation",
-        "description",
-        "own_description",
-        "title",
-        "scope",
-        "annotation_list",
-        "source_label",
-        "offered",
-        "last_offered_at",
-        "updated_at",
-        "updated_by",
-    ]
-    readonly_fields = [
-        "name",
-        "own_description",
-        "title",
-        "scope",
-        "annotation_list",
-        "source_label",
-        "offered",
-        "last_offered_at",
-        "updated_at",
-        "updated_by",
-    ]
+    fields = TOOL_FIELDS
+    readonly_fields = [f for f in TOOL_FIELDS if f not in OWNER_SETS]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from common.feed import announce
 from common.groups import channel_layer, keep_joined, receive_forever
-from common.tasks import Tasks
+from common.tasks import StartOnce, Tasks
 from mcp_endpoint.models import ToolSetting
 from mcp_endpoint.registry import ToolSettings, registry
 
@@ -70,23 +70,13 @@ class SettingsWatcher:
     """Loads the settings when the process starts serving, and reloads them when told."""
 
     def __init__(self) -> None:
-        self._ready: asyncio.Future[None] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._started = StartOnce(self._start)
         self._tasks = Tasks("tool catalogue")
 
     async def start(self) -> None:
         """Once per process (and event loop); again after a failed start (the database was
         down), as the device gateway does."""
-        loop = asyncio.get_running_loop()
-        failed = (
-            self._ready is not None
-            and self._ready.done()
-            and (self._ready.cancelled() or self._ready.exception() is not None)
-        )
-        if self._ready is None or self._loop is not loop or failed:
-            self._loop = loop
-            self._ready = asyncio.ensure_future(self._start())
-        await asyncio.shield(self._ready)
+        await self._started()
 
     async def _start(self) -> None:
         layer = channel_layer()

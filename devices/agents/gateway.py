@@ -28,7 +28,7 @@ from django.conf import settings
 from pydantic import BaseModel, ConfigDict
 
 from common.groups import channel_layer, keep_joined, receive_forever
-from common.tasks import Tasks
+from common.tasks import StartOnce, Tasks
 from devices.agents import agent_channels, selectors
 from devices.agents import services as agent_services
 from devices.agents.link import local_links
@@ -74,8 +74,7 @@ class DeviceGateway:
         self._tools: dict[str, Tool] = {}  # exposed name -> tool
         self._routes: dict[str, tuple[str, str]] = {}  # exposed name -> (agent id, device tool name)
         self._names: dict[str, list[str]] = {}  # agent id -> its exposed names
-        self._ready: asyncio.Future[None] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._started = StartOnce(self._start)
         self._tasks = Tasks("gateway")
         self._changed: set[str] = set()
         self._wake: asyncio.Event | None = None
@@ -85,7 +84,7 @@ class DeviceGateway:
     @property
     def loop(self) -> asyncio.AbstractEventLoop | None:
         """The event loop the gateway serves on (the process's, once started)."""
-        return self._loop
+        return self._started.loop
 
     def tools(self) -> Iterable[Tool]:
         return self._tools.values()
@@ -115,16 +114,7 @@ class DeviceGateway:
     async def start(self) -> None:
         """Load the view and start listening for changes, once per process (and event loop);
         again after a failed start (the database or Redis was down), not for ever after."""
-        loop = asyncio.get_running_loop()
-        failed = (
-            self._ready is not None
-            and self._ready.done()
-            and (self._ready.cancelled() or self._ready.exception() is not None)
-        )
-        if self._ready is None or self._loop is not loop or failed:
-            self._loop = loop
-            self._ready = asyncio.ensure_future(self._start())
-        await asyncio.shield(self._ready)
+        await self._started()
 
     async def _start(self) -> None:
         layer = channel_layer()
