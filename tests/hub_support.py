@@ -120,3 +120,11 @@ def running_hub(
         yield process.start()
     finally:
         process.close()
+
+
+def log_in_over_http(browser: httpx.Client, username: str, password: str, *, login: str = "/login/") -> None:
+    """Log `browser` (an HTTP client of a live hub) in at the dashboard's login form, or the
+    admin's (`login="/admin/login/"`), as a person would; its CSRF cookie then signs its forms."""
+    browser.get(login)
+    form = {"username": username, "password": password, "csrfmiddlewaretoken": browser.cookies["csrftoken"]}
+    assert browser.post(login, data=form).status_code == 302

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
 from mcp_endpoint.registry import Caller, Tool, ToolRegistry, registry
@@ -88,3 +89,16 @@ def call(name: str, arguments: dict, id: int | str = 2) -> dict:
         "method": "tools/call",
         "params": {"name": name, "arguments": arguments},
     }
+
+
+@contextlib.asynccontextmanager
+async def sdk_client(base: str, token: str, *, timeout: float = 10, **options: Any) -> AsyncIterator[Any]:
+    """The official SDK's `Client` of a live hub's `/mcp`, over Streamable HTTP with `token`
+    (`options`: the Client's own, e.g. `mode`, `elicitation_callback`)."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=timeout)
+    async with http, Client(streamable_http_client(base + "/mcp", http_client=http), **options) as client:
+        yield client

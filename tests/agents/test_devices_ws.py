@@ -2,7 +2,6 @@
 
 import asyncio
 import json
-import re
 
 import httpx
 import pytest
@@ -17,6 +16,7 @@ from devices.agents.services import hash_device_token, register_agent
 from devices.agents.simulator import SimulatedDevice
 from devices.audit.models import Event
 from tests.devices_support import device_url, eventually, hub, new_device
+from tests.hub_support import log_in_over_http
 
 pytestmark = pytest.mark.live
 MAC = "aa:bb:cc:00:00:01"
@@ -136,14 +136,8 @@ def test_bad_credentials_are_refused_before_accept(live_env):
 def admin_approve(base: str, agent_id: str) -> int:
     """Log in to the hub's admin and run the "approve" action on one agent."""
     with httpx.Client(base_url=base, timeout=10) as browser:
-        page = browser.get("/admin/login/")
-        csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
-        browser.post(
-            "/admin/login/?next=/admin/",
-            data={"csrfmiddlewaretoken": csrf, "username": "boss", "password": "pw-for-tests-only"},
-        )
-        listing = browser.get("/admin/agents/agent/")
-        csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', listing.text).group(1)
+        log_in_over_http(browser, "boss", "pw-for-tests-only", login="/admin/login/")
+        csrf = browser.cookies["csrftoken"]
         pk = Agent.objects.get(agent_id=agent_id).pk
         done = browser.post(
             "/admin/agents/agent/",

@@ -22,6 +22,7 @@ from mcp_endpoint.models import AccessToken
 from mcp_endpoint.tokens import authenticate
 from tests.conftest import free_port
 from tests.hub_support import HubProcess
+from tests.mcp_helpers import sdk_client
 from tests.mqtt_support import wait_until
 
 DEMO_IDS = [a.agent_id for a in AGENTS]
@@ -87,12 +88,7 @@ def test_the_demo_lives_answers_an_llm_and_stops_on_ctrl_c(live_env):
 
 
 async def _llm_calls(base: str, token: str):
-    import httpx2
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
-
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
-    async with http, Client(streamable_http_client(base + "/mcp", http_client=http)) as client:
+    async with sdk_client(base, token, timeout=30) as client:
         async with asyncio.timeout(30):  # online first, its tools discovered a moment later
             while not {VOLUME, READ_SENSOR} <= {t.name for t in (await client.list_tools()).tools}:
                 await asyncio.sleep(0.2)

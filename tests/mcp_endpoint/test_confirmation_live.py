@@ -17,6 +17,8 @@ from asgiref.sync import async_to_sync
 from devices.audit.models import Event
 from devices.home import selectors, services
 from tests.devices_support import hub
+from tests.hub_support import log_in_over_http
+from tests.mcp_helpers import sdk_client
 
 pytestmark = pytest.mark.live
 OWNER, PASSWORD = "ana", "pw-for-tests-only-9"
@@ -29,16 +31,10 @@ def owner(live_env, django_user_model):
 
 def sdk_call(base: str, token: str, name: str, arguments: dict, *, mode: str = "legacy", elicit=None):
     """One tool call through the SDK client over Streamable HTTP; its result."""
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
 
     async def scenario():
-        import httpx2
-
-        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
-        transport = streamable_http_client(base + "/mcp", http_client=http)
         options = {"elicitation_callback": elicit} if elicit else {}
-        async with http, Client(transport, mode=mode, **options) as client:
+        async with sdk_client(base, token, timeout=30, mode=mode, **options) as client:
             return await client.call_tool(name, arguments)
 
     return async_to_sync(scenario)()
@@ -48,9 +44,7 @@ def sdk_call(base: str, token: str, name: str, arguments: dict, *, mode: str = "
 def logged_in(base: str) -> Iterator[httpx.Client]:
     """The owner's browser, logged in to the dashboard."""
     with httpx.Client(base_url=base, timeout=10) as browser:
-        browser.get("/login/")
-        form = {"username": OWNER, "password": PASSWORD, "csrfmiddlewaretoken": browser.cookies["csrftoken"]}
-        assert browser.post("/login/", data=form).status_code == 302
+        log_in_over_http(browser, OWNER, PASSWORD)
         yield browser
 
 

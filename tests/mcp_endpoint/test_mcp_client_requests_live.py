@@ -12,6 +12,7 @@ from asgiref.sync import async_to_sync
 
 from tests.devices_support import hub
 from tests.hub_support import CONFORMANCE_SETTINGS
+from tests.mcp_helpers import sdk_client
 
 pytestmark = pytest.mark.live
 ACCEPT = "application/json, text/event-stream"
@@ -20,8 +21,7 @@ CAPABILITIES = {"sampling": {}, "elicitation": {}}
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])  # auto: 2026-07-28, stateless rounds
 def test_sdk_client_answers_sampling_and_elicitation(live_env, make_token, mode):
-    from mcp import Client, types
-    from mcp.client.streamable_http import streamable_http_client
+    from mcp import types
 
     token = make_token()
     asked: list[str] = []
@@ -37,14 +37,9 @@ def test_sdk_client_answers_sampling_and_elicitation(live_env, make_token, mode)
         return types.ElicitResult(action="accept", content={"username": "ana", "email": "ana@example.com"})
 
     async def scenario(base):
-        import httpx2
-
-        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=10)
-        transport = streamable_http_client(base + "/mcp", http_client=http)
-        async with (
-            http,
-            Client(transport, mode=mode, sampling_callback=sample, elicitation_callback=elicit) as client,
-        ):
+        async with sdk_client(
+            base, token, mode=mode, sampling_callback=sample, elicitation_callback=elicit
+        ) as client:
             sampled = await client.call_tool("test_sampling", {"prompt": "¿qué luces hay?"})
             elicited = await client.call_tool("test_elicitation", {"message": "¿quién eres?"})
             return client.protocol_version, sampled, elicited

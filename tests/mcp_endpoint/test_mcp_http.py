@@ -14,7 +14,7 @@ from devices.audit.models import Event
 from devices.home.models import Light
 from mcp_endpoint.models import AccessToken
 from tests.hub_support import running_hub
-from tests.mcp_helpers import MODERN_META, call
+from tests.mcp_helpers import MODERN_META, call, sdk_client
 
 pytestmark = pytest.mark.live
 ACCEPT = "application/json, text/event-stream"
@@ -195,19 +195,11 @@ def test_priming_event_from_2025_11_25(daphne_server, make_token):
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 def test_official_sdk_client_over_http(daphne_server, make_token, mode):
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
 
     token = make_token()
 
     async def scenario():
-        import httpx2
-
-        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=10)
-        async with (
-            http,
-            Client(streamable_http_client(daphne_server + "/mcp", http_client=http), mode=mode) as client,
-        ):
+        async with sdk_client(daphne_server, token, mode=mode) as client:
             listed = await client.list_tools()
             set_result = await client.call_tool("set_light_state", {"name": "bano", "on": True})
             states = await client.call_tool("get_all_states", {})

@@ -11,7 +11,7 @@ from asgiref.sync import async_to_sync
 from mcp_endpoint import jsonrpc
 from mcp_endpoint.listen import META_SUBSCRIPTION_ID
 from mcp_endpoint.registry import ToolRegistry
-from tests.mcp_helpers import MODERN_META, Peer
+from tests.mcp_helpers import MODERN_META, Peer, sdk_client
 
 
 def _listen(id: int, **wanted) -> dict:
@@ -123,20 +123,13 @@ def test_a_listening_http_client_hears_a_change_made_through_another_request(dap
 
 @pytest.mark.live
 def test_the_official_sdk_client_listens(daphne_server, make_token):
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
     from mcp.shared.subscriptions import ResourceUpdated
 
     token = make_token()
 
     async def scenario():
-        import httpx2
-
-        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=10)
-        transport = streamable_http_client(daphne_server + "/mcp", http_client=http)
         async with (
-            http,
-            Client(transport, mode="auto") as client,
+            sdk_client(daphne_server, token, mode="auto") as client,
             client.listen(resource_subscriptions=["home://lights/salon"]) as subscription,
         ):
             await asyncio.sleep(0.3)  # let the stream join the change group

@@ -19,7 +19,7 @@ from mcp_endpoint import tokens
 from mcp_endpoint.models import OAuthClient, RefreshToken
 from mcp_endpoint.oauth import grants
 from tests.conftest import free_port
-from tests.hub_support import running_hub
+from tests.hub_support import log_in_over_http, running_hub
 from tests.mcp_endpoint.test_mcp_conformance import NEXT, NODE, SUITE_DIR, _suite_installed
 from tests.mcp_endpoint.test_mcp_websocket import ws_url
 from tests.mcp_helpers import call
@@ -57,13 +57,7 @@ class Owner:
         self.pages: list[str] = []
 
     def log_in(self) -> None:
-        self.http.get("/login/")
-        form = {
-            "username": OWNER,
-            "password": PASSWORD,
-            "csrfmiddlewaretoken": self.http.cookies["csrftoken"],
-        }
-        assert self.http.post("/login/", data=form).status_code == 302
+        log_in_over_http(self.http, OWNER, PASSWORD)
 
     def allow(self, authorization_url: str) -> str:
         """The owner sees the consent page and allows the scopes kept: where they are sent."""

@@ -5,13 +5,14 @@ MCP client connected to the same hub process, or to another one, hears
 from __future__ import annotations
 
 import asyncio
-import re
 
 import httpx
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 
 from mcp_endpoint.models import ToolSetting
+from tests.hub_support import log_in_over_http
+from tests.mcp_helpers import sdk_client
 
 pytestmark = pytest.mark.live
 
@@ -21,37 +22,27 @@ TOOL = "get_presence"
 def admin_disable(base: str, name: str) -> int:
     """Log in to the hub's admin as `boss`, open the catalogue, and untick `name`'s "enabled"."""
     with httpx.Client(base_url=base, timeout=10) as browser:
-        page = browser.get("/admin/login/")
-        csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
-        browser.post(
-            "/admin/login/?next=/admin/",
-            data={"csrfmiddlewaretoken": csrf, "username": "boss", "password": "pw-for-tests-only"},
-        )
+        log_in_over_http(browser, "boss", "pw-for-tests-only", login="/admin/login/")
         listing = browser.get("/admin/mcp_endpoint/toolsetting/")  # the rows are made here
         assert listing.status_code == 200 and name in listing.text
         pk = ToolSetting.objects.get(name=name).pk
-        form = browser.get(f"/admin/mcp_endpoint/toolsetting/{pk}/change/")
-        csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text).group(1)
+        assert browser.get(f"/admin/mcp_endpoint/toolsetting/{pk}/change/").status_code == 200
         saved = browser.post(
             f"/admin/mcp_endpoint/toolsetting/{pk}/change/",
-            data={"csrfmiddlewaretoken": csrf, "description": ""},  # "enabled" unticked
+            data={
+                "csrfmiddlewaretoken": browser.cookies["csrftoken"],
+                "description": "",
+            },  # "enabled" unticked
         )
         return saved.status_code
 
 
 def _disable_and_listen(admin_base: str, client_base: str, token: str):
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
     from mcp.shared.exceptions import MCPError
 
     async def scenario():
-        import httpx2
-
-        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=10)
-        transport = streamable_http_client(client_base + "/mcp", http_client=http)
         async with (
-            http,
-            Client(transport, mode="auto") as client,
+            sdk_client(client_base, token, mode="auto") as client,
             client.listen(tools_list_changed=True) as subscription,
         ):
             before = {t.name for t in (await client.list_tools()).tools}
