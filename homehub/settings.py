@@ -273,6 +273,13 @@ MCP_OAUTH_REFRESH_TOKEN_SECONDS = int(os.environ.get("MCP_OAUTH_REFRESH_TOKEN_SE
 MCP_OAUTH_CLIENT_CACHE_SECONDS = int(os.environ.get("MCP_OAUTH_CLIENT_CACHE_SECONDS", 3600))
 MCP_OAUTH_ALLOW_LOOPBACK_CLIENTS = env_bool("MCP_OAUTH_ALLOW_LOOPBACK_CLIENTS", False)
 MCP_OAUTH_REGISTRATIONS_PER_HOUR = int(os.environ.get("MCP_OAUTH_REGISTRATIONS_PER_HOUR", 20))
+# Reading a client's metadata document is asked for by unauthenticated requests: each read has
+# one deadline for everything (connect, TLS, headers, body), a process reads at most so many at
+# once (more are answered `temporarily_unavailable` at once), and the hub keeps at most so many
+# documents (a document no grant uses is deleted after a day, the oldest first when full).
+MCP_OAUTH_DOCUMENT_SECONDS = float(os.environ.get("MCP_OAUTH_DOCUMENT_SECONDS", 5))
+MCP_OAUTH_DOCUMENT_FETCHES = int(os.environ.get("MCP_OAUTH_DOCUMENT_FETCHES", 4))
+MCP_OAUTH_DOCUMENT_CLIENTS_MAX = int(os.environ.get("MCP_OAUTH_DOCUMENT_CLIENTS_MAX", 200))
 
 # --- Audit trail ------------------------------------------------------------------------------
 # Successful read-only MCP tool calls are counted in /metrics; set to also keep each as an Event.

@@ -17,11 +17,17 @@ from oauthlib.oauth2.rfc6749 import errors
 from mcp_endpoint import tokens
 from mcp_endpoint.models import AuthorizationCode, OAuthClient, OAuthGrant
 from mcp_endpoint.oauth import clients, grants
-from mcp_endpoint.oauth.client_documents import ClientDocumentError
+from mcp_endpoint.oauth.client_documents import ClientDocumentError, FetchesBusy
 from mcp_endpoint.scopes import scopes as declared_scopes
 
 CODE_SECONDS = 300
 GRANT_TYPES = ("authorization_code", "refresh_token")
+
+
+class FetchesBusyError(errors.TemporarilyUnavailableError):
+    """Too many client documents being read at once: 503, so that the client retries later."""
+
+    status_code = 503
 
 
 # What one answer found, kept on oauthlib's request for the next (its own attributes are typed
@@ -62,6 +68,8 @@ class HubRequestValidator(RequestValidator):
             client = clients.find(client_id)
         except LookupError:
             return None
+        except FetchesBusy as busy:
+            raise FetchesBusyError(description=str(busy), request=request) from None
         except ClientDocumentError as refused:
             raise errors.InvalidClientIdError(description=str(refused), request=request) from None
         request.client = client
