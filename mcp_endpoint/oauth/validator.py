@@ -12,7 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 from oauthlib.common import Request
 from oauthlib.oauth2 import RequestValidator
-from oauthlib.oauth2.rfc6749 import errors
+from oauthlib.oauth2.rfc6749 import errors, utils
 
 from mcp_endpoint import tokens
 from mcp_endpoint.models import AuthorizationCode, OAuthClient, OAuthGrant
@@ -213,12 +213,26 @@ class HubRequestValidator(RequestValidator):
     def save_bearer_token(
         self, token: Mapping[str, Any], request: Request, *args: Any, **kwargs: Any
     ) -> None:
-        grants.issue(grant_of(request), token["access_token"], token["refresh_token"], token["expires_in"])
+        grants.issue(
+            grant_of(request),
+            token["access_token"],
+            token["refresh_token"],
+            token["expires_in"],
+            scopes=list(request.scopes or []),
+        )
 
     def validate_refresh_token(
         self, refresh_token: str, client: Any, request: Request, *args: Any, **kwargs: Any
     ) -> bool:
-        grant = grants.use_refresh_token(refresh_token, client_of(request))
+        """The refresh token is used up here, once everything else about the request was found
+        right (its resource, checked before; the scopes it asks for, checked here): a refused
+        refresh leaves the token good."""
+        try:
+            grant = grants.use_refresh_token(
+                refresh_token, client_of(request), utils.scope_to_list(request.scope) or ()
+            )
+        except grants.ScopeNotGranted:
+            raise errors.InvalidScopeError(request=request) from None
         if grant is None:
             return False
         keep(request, "grant", grant)

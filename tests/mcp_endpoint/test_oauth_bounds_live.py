@@ -2,17 +2,20 @@
 unauthenticated token request naming a client_id URL whose host drips its answer is cut off
 at the deadline, and more such requests at once than the hub reads documents are refused at
 once (`temporarily_unavailable`, 503) instead of each holding a thread and its database
-connection."""
+connection. And refreshes: one refused (more scopes than granted, another resource) leaves
+the refresh token good, and one narrowed to fewer scopes gets a token with those only."""
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 import pytest
 
+from devices.home.models import Light
 from tests.hub_support import running_hub
-from tests.oauth_support import DrippingServer
+from tests.mcp_endpoint.test_oauth_live import REDIRECT, Owner, call_tool, owner  # noqa: F401 (a fixture)
+from tests.oauth_support import DrippingServer, pkce
 
 pytestmark = pytest.mark.live
 DEADLINE = 2.0
@@ -67,3 +70,54 @@ def test_more_document_fetches_than_the_bound_are_refused_at_once(live_env):
     assert all(a.json()["error"] == "temporarily_unavailable" for _, a in busy)
     assert max(took for took, _ in busy) < 1.0  # at once, not after a deadline
     assert all(took < DEADLINE + 1.5 for took, _ in cut_off)
+
+
+def test_refused_refreshes_burn_nothing_and_a_narrowed_one_narrows_the_token(live_env, owner):
+    with running_hub(live_env) as hub:
+        registration = {"client_name": "Narrowing app", "redirect_uris": [REDIRECT]}
+        client_id = httpx.post(hub.base + "/oauth/register", json=registration).json()["client_id"]
+        verifier, challenge = pkce()
+        query = {
+            "response_type": "code",
+            "client_id": client_id,
+            "redirect_uri": REDIRECT,
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+            "scope": "read control",
+            "resource": hub.base + "/mcp",
+        }
+        browser = Owner(hub.base, keep=["read", "control"])
+        browser.log_in()
+        location = browser.allow(hub.base + "/oauth/authorize?" + urlencode(query))
+        code = parse_qs(urlsplit(location).query)["code"][0]
+
+        def token(**form: str) -> httpx.Response:
+            return httpx.post(
+                hub.base + "/oauth/token",
+                content=urlencode({"client_id": client_id, **form}),
+                headers={"content-type": "application/x-www-form-urlencoded"},
+            )
+
+        issued = token(
+            grant_type="authorization_code", code=code, redirect_uri=REDIRECT, code_verifier=verifier
+        ).json()
+        refresh = issued["refresh_token"]
+        wider = token(grant_type="refresh_token", refresh_token=refresh, scope="read control fel")
+        assert wider.status_code == 400 and wider.json()["error"] == "invalid_scope"
+        elsewhere = token(grant_type="refresh_token", refresh_token=refresh, resource="https://else.example/mcp")
+        assert elsewhere.json()["error"] == "invalid_target"
+
+        narrowed = token(grant_type="refresh_token", refresh_token=refresh, scope="read")  # still good
+        assert narrowed.status_code == 200, narrowed.text
+        narrowed = narrowed.json()
+        assert narrowed["scope"] == "read"
+        switch = {"name": "salon", "on": True}
+        refused = call_tool(hub.base, narrowed["access_token"], "set_light_state", switch)
+        assert refused.status_code == 403 and "insufficient_scope" in refused.headers["www-authenticate"]
+        assert call_tool(hub.base, narrowed["access_token"], "get_alarm_status", {}).status_code == 200
+
+        # The grant keeps what the owner allowed: the next refresh may ask for it again.
+        again = token(grant_type="refresh_token", refresh_token=narrowed["refresh_token"])
+        assert again.status_code == 200 and again.json()["scope"] == "read control"
+        assert call_tool(hub.base, again.json()["access_token"], "set_light_state", switch).status_code == 200
+        assert Light.objects.get(name="salon").on is True
