@@ -72,7 +72,8 @@ def test_more_document_fetches_than_the_bound_are_refused_at_once(live_env):
     assert all(took < DEADLINE + 1.5 for took, _ in cut_off)
 
 
-def test_refused_refreshes_burn_nothing_and_a_narrowed_one_narrows_the_token(live_env, owner):
+@pytest.mark.usefixtures("owner")
+def test_refused_refreshes_burn_nothing_and_a_narrowed_one_narrows_the_token(live_env):
     with running_hub(live_env) as hub:
         registration = {"client_name": "Narrowing app", "redirect_uris": [REDIRECT]}
         client_id = httpx.post(hub.base + "/oauth/register", json=registration).json()["client_id"]
@@ -104,7 +105,9 @@ def test_refused_refreshes_burn_nothing_and_a_narrowed_one_narrows_the_token(liv
         refresh = issued["refresh_token"]
         wider = token(grant_type="refresh_token", refresh_token=refresh, scope="read control fel")
         assert wider.status_code == 400 and wider.json()["error"] == "invalid_scope"
-        elsewhere = token(grant_type="refresh_token", refresh_token=refresh, resource="https://else.example/mcp")
+        elsewhere = token(
+            grant_type="refresh_token", refresh_token=refresh, resource="https://else.example/mcp"
+        )
         assert elsewhere.json()["error"] == "invalid_target"
 
         narrowed = token(grant_type="refresh_token", refresh_token=refresh, scope="read")  # still good
