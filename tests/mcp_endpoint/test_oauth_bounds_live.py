@@ -1,21 +1,27 @@
 """The OAuth server's bounds against a live hub, as a stranger would meet them: an
 unauthenticated token request naming a client_id URL whose host drips its answer is cut off
-at the deadline, and more such requests at once than the hub reads documents are refused at
-once (`temporarily_unavailable`, 503) instead of each holding a thread and its database
-connection. And refreshes: one refused (more scopes than granted, another resource) leaves
-the refresh token good, and one narrowed to fewer scopes gets a token with those only."""
+at the deadline; more such requests at once than the hub reads documents are refused at once
+(`temporarily_unavailable`, 503) instead of each holding a thread and its database
+connection; the documents it keeps are bounded in number and size. And refreshes: one refused
+(more scopes than granted, another resource) leaves the refresh token good, and one narrowed
+to fewer scopes gets a token with those only."""
 
+import json
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 import pytest
+from django.utils import timezone
 
 from devices.home.models import Light
+from mcp_endpoint.models import OAuthClient
+from mcp_endpoint.oauth import grants
 from tests.hub_support import running_hub
 from tests.mcp_endpoint.test_oauth_live import REDIRECT, Owner, call_tool, owner  # noqa: F401 (a fixture)
-from tests.oauth_support import DrippingServer, pkce
+from tests.oauth_support import DrippingServer, pkce, served_documents
 
 pytestmark = pytest.mark.live
 DEADLINE = 2.0
@@ -124,3 +130,28 @@ def test_refused_refreshes_burn_nothing_and_a_narrowed_one_narrows_the_token(liv
         assert again.status_code == 200 and again.json()["scope"] == "read control"
         assert call_tool(hub.base, again.json()["access_token"], "set_light_state", switch).status_code == 200
         assert Light.objects.get(name="salon").on is True
+
+
+def test_kept_client_documents_are_bounded_in_number_and_size(live_env, owner):  # noqa: F811 (the fixture)
+    kept = 3
+    with (
+        served_documents() as site,
+        running_hub(live_env, **HUB_SETTINGS, MCP_OAUTH_DOCUMENT_CLIENTS_MAX=str(kept)) as hub,
+    ):
+        in_use = OAuthClient.objects.create(
+            client_id=site.document("/in-use.json", [REDIRECT]), kind="document", redirect_uris=[REDIRECT]
+        )
+        grants.create(in_use, owner, ["read"], hub.base + "/mcp")
+        stale = OAuthClient.objects.create(
+            client_id=site.base + "/stale.json", kind="document", redirect_uris=[REDIRECT]
+        )
+        OAuthClient.objects.filter(pk=stale.pk).update(created_at=timezone.now() - timedelta(days=2))
+        for n in range(10):  # ten strangers each make the hub read and keep a document
+            padded = {"client_id": f"{site.base}/c{n}.json", "redirect_uris": [REDIRECT], "x": "y" * 60_000}
+            site.routes[f"/c{n}.json"] = (200, json.dumps(padded).encode(), 0.0)
+            _, answer = token_request(hub.base, f"{site.base}/c{n}.json")
+            assert answer.json()["error"] == "invalid_grant"  # read and kept; the code is made up
+        names = set(OAuthClient.objects.values_list("client_id", flat=True))
+        assert len(names) == kept and in_use.client_id in names and stale.client_id not in names
+        assert f"{site.base}/c9.json" in names  # the newest stays, the oldest unused went
+        assert all(len(json.dumps(c.metadata)) < 1000 for c in OAuthClient.objects.all())
