@@ -398,10 +398,12 @@ DEVICE_MAX_MESSAGE_BYTES = int(os.environ.get("DEVICE_MAX_MESSAGE_BYTES", 64 * 1
 # A device silent this long is closed with 4408; the hub pings an MCP device half-way, so
 # only a dead or stuck one stays silent (0: never).
 DEVICE_IDLE_SECONDS = float(os.environ.get("DEVICE_IDLE_SECONDS", 600))
-# Stock xiaozhi devices waiting to be added at once (each with its code); past it, a new one's
-# OTA check-in gets 503 until codes are used or expire. A check-in's body past
+# Stock xiaozhi devices waiting to be added at once (each with its code), in all and from one
+# address (an IPv6 /64); past either, a new one's OTA check-in still gets a code and the oldest
+# waiting code (of that address, or of all) expires. A check-in's body past
 # DEVICE_MAX_MESSAGE_BYTES gets 413.
 DEVICE_PENDING_ACTIVATIONS_MAX = int(os.environ.get("DEVICE_PENDING_ACTIVATIONS_MAX", 100))
+DEVICE_PENDING_ACTIVATIONS_PER_ADDRESS = int(os.environ.get("DEVICE_PENDING_ACTIVATIONS_PER_ADDRESS", 10))
 
 # MQTT telemetry: written in batches of this many messages or this many seconds, whichever first.
 MQTT_BATCH_SIZE = int(os.environ.get("MQTT_BATCH_SIZE", 500))
