@@ -314,7 +314,8 @@ DEVICE_WEBSOCKET_URL = os.environ.get("DEVICE_WEBSOCKET_URL", "")
 # by itself once it expires).
 DEVICE_ACTIVATION_CODE_SECONDS = int(os.environ.get("DEVICE_ACTIVATION_CODE_SECONDS", 600))
 
-# --- Cache (rate limits): shared through Redis when REDIS_URL is set ------------------------
+# --- Cache: shared through Redis when REDIS_URL is set; without it each process has its own,
+# and the rate limits' counts are shared through the database (`mcp_endpoint.ratelimit`) ------
 if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
 else:
