@@ -10,7 +10,8 @@ become its way into the hub's own network, nor be held up by it.
   with the allowance); the connection goes to an address so checked, never to a second
   resolution (DNS rebinding);
 - no redirects followed, at most MAX_BYTES read, and one deadline, MCP_OAUTH_DOCUMENT_SECONDS,
-  for all of it (connect, TLS handshake, headers, body: a server dripping bytes is cut off);
+  for all of it (name resolution, connect, TLS handshake, headers, body: a server dripping
+  bytes is cut off);
 - at most MCP_OAUTH_DOCUMENT_FETCHES reads at once in a process; past it `FetchesBusy` at once;
 - whatever stops the read before an answer (no such host, a non-public address, a refused
   connection, TLS, the deadline) gets the same error text, so that it tells nothing about the
@@ -143,22 +144,41 @@ def _read(parts: SplitResult, deadline: float) -> bytes:
     host = parts.hostname or ""
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
-        address = _public_address(host, port, plain_http=parts.scheme == "http")
+        address = _public_address(host, port, deadline, plain_http=parts.scheme == "http")
         return _get(parts, address, port, deadline)
     except (_NotFetched, OSError, h11.ProtocolError) as reason:
         logger.info("client metadata document at %s not fetched: %s", parts.geturl()[:300], reason)
         raise ClientDocumentError(NOT_FETCHED) from None
 
 
-def _public_address(host: str, port: int, *, plain_http: bool) -> str:
+def _resolve(host: str, port: int, deadline: float) -> list[str]:
+    """The addresses `host` resolves to, by the deadline. The system's resolver takes no
+    timeout (a client's own name server could answer slowly): it resolves in a thread of its
+    own, left to end by itself when the deadline passes first."""
+    found: list[str] = []
+    failed: list[BaseException] = []
+    done = threading.Event()
+
+    def resolve() -> None:
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            found.extend(str(info[4][0]) for info in infos)
+        except (OSError, UnicodeError) as error:
+            failed.append(error)
+        finally:
+            done.set()
+
+    threading.Thread(target=resolve, name="client-document-resolve", daemon=True).start()
+    if not done.wait(_left(deadline)):
+        raise _NotFetched(f"{host} did not resolve within {settings.MCP_OAUTH_DOCUMENT_SECONDS:g} s")
+    if failed or not found:
+        raise _NotFetched(f"{host} does not resolve ({failed[0] if failed else 'no address'})")
+    return found
+
+
+def _public_address(host: str, port: int, deadline: float, *, plain_http: bool) -> str:
     """The address to connect to: the first the host resolves to, once all of them passed."""
-    try:
-        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError) as failed:
-        raise _NotFetched(f"{host} does not resolve ({failed})") from None
-    addresses = [str(info[4][0]) for info in found]
-    if not addresses:
-        raise _NotFetched(f"{host} does not resolve")
+    addresses = _resolve(host, port, deadline)
     for text in addresses:
         address = ipaddress.ip_address(text.split("%")[0])
         if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:

@@ -266,6 +266,17 @@ def test_once_the_device_connected_a_replayed_check_in_gets_no_token(client):
     assert admit_device(MAC, token, accept_unknown=False) is not None  # still the device's
 
 
+def test_once_the_device_connected_over_mqtt_a_replayed_check_in_gets_no_credentials(client, settings):
+    settings.DEVICE_MQTT_ENDPOINT = "hub.example:1884"
+    _pair(_code(client)["code"])
+    first = check_in(client).json()
+    assert first["mqtt"]["password"] and first["websocket"]["token"]
+    # What the device listener records when the device connects with those credentials.
+    agent_connected(MAC, "mqtt-session", {"transport": "mqtt", "client_id": first["mqtt"]["client_id"]})
+    replayed = check_in(client).json()
+    assert "mqtt" not in replayed and "token" not in replayed["websocket"]
+
+
 def test_with_device_mqtt_the_answer_carries_the_mqtt_section_only_when_the_token_goes(client, settings):
     settings.DEVICE_MQTT_ENDPOINT = "hub.example:1884"
     assert "mqtt" not in check_in(client).json()  # unknown: a code, no credentials
