@@ -24,9 +24,12 @@ CODE_SECONDS = 300
 GRANT_TYPES = ("authorization_code", "refresh_token")
 
 
-class FetchesBusyError(errors.TemporarilyUnavailableError):
-    """Too many client documents being read at once: 503, so that the client retries later."""
+class FetchesBusyError(errors.FatalClientError):
+    """Too many client documents being read at once: 503 `temporarily_unavailable`, so that the
+    client retries later. Fatal, as every error about the client: the owner's browser is never
+    sent to a redirect URI not yet checked."""
 
+    error = "temporarily_unavailable"
     status_code = 503
 
 

@@ -452,3 +452,13 @@ def test_the_admin_lists_clients_and_their_grants_read_only(browser, admin_clien
     assert admin_client.get("/admin/mcp_endpoint/oauthclient/add/").status_code == 403
     admin_client.post(f"/admin/mcp_endpoint/oauthclient/{client.pk}/delete/", {"post": "yes"})
     assert OAuthClient.objects.filter(pk=client.pk).exists()  # revoked on Connected apps, not deleted here
+
+
+def test_when_documents_are_busy_the_token_endpoint_says_so_and_consent_never_redirects(browser, settings):
+    settings.MCP_OAUTH_ALLOW_LOOPBACK_CLIENTS = True
+    settings.MCP_OAUTH_DOCUMENT_FETCHES = 0  # every read finds the bound reached
+    url = "http://127.0.0.1:9/client.json"
+    busy = token_request(browser, grant_type="refresh_token", client_id=url, refresh_token="hhr_x")
+    assert busy.status_code == 503 and busy.json()["error"] == "temporarily_unavailable"
+    page = browser.get(authorize_url(url, pkce()[1], redirect_uri="https://evil.example/cb"))
+    assert page.status_code == 400 and b"too many client metadata documents" in page.content
