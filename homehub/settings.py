@@ -273,6 +273,13 @@ MCP_OAUTH_REFRESH_TOKEN_SECONDS = int(os.environ.get("MCP_OAUTH_REFRESH_TOKEN_SE
 MCP_OAUTH_CLIENT_CACHE_SECONDS = int(os.environ.get("MCP_OAUTH_CLIENT_CACHE_SECONDS", 3600))
 MCP_OAUTH_ALLOW_LOOPBACK_CLIENTS = env_bool("MCP_OAUTH_ALLOW_LOOPBACK_CLIENTS", False)
 MCP_OAUTH_REGISTRATIONS_PER_HOUR = int(os.environ.get("MCP_OAUTH_REGISTRATIONS_PER_HOUR", 20))
+# Reading a client's metadata document is asked for by unauthenticated requests: each read has
+# one deadline for everything (connect, TLS, headers, body), a process reads at most so many at
+# once (more are answered `temporarily_unavailable` at once), and the hub keeps at most so many
+# documents (a document no grant uses is deleted after a day, the oldest first when full).
+MCP_OAUTH_DOCUMENT_SECONDS = float(os.environ.get("MCP_OAUTH_DOCUMENT_SECONDS", 5))
+MCP_OAUTH_DOCUMENT_FETCHES = int(os.environ.get("MCP_OAUTH_DOCUMENT_FETCHES", 4))
+MCP_OAUTH_DOCUMENT_CLIENTS_MAX = int(os.environ.get("MCP_OAUTH_DOCUMENT_CLIENTS_MAX", 200))
 
 # --- Audit trail ------------------------------------------------------------------------------
 # Successful read-only MCP tool calls are counted in /metrics; set to also keep each as an Event.
@@ -307,7 +314,8 @@ DEVICE_WEBSOCKET_URL = os.environ.get("DEVICE_WEBSOCKET_URL", "")
 # by itself once it expires).
 DEVICE_ACTIVATION_CODE_SECONDS = int(os.environ.get("DEVICE_ACTIVATION_CODE_SECONDS", 600))
 
-# --- Cache (rate limits): shared through Redis when REDIS_URL is set ------------------------
+# --- Cache: shared through Redis when REDIS_URL is set; without it each process has its own,
+# and the rate limits' counts are shared through the database (`mcp_endpoint.ratelimit`) ------
 if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
 else:
@@ -391,10 +399,12 @@ DEVICE_MAX_MESSAGE_BYTES = int(os.environ.get("DEVICE_MAX_MESSAGE_BYTES", 64 * 1
 # A device silent this long is closed with 4408; the hub pings an MCP device half-way, so
 # only a dead or stuck one stays silent (0: never).
 DEVICE_IDLE_SECONDS = float(os.environ.get("DEVICE_IDLE_SECONDS", 600))
-# Stock xiaozhi devices waiting to be added at once (each with its code); past it, a new one's
-# OTA check-in gets 503 until codes are used or expire. A check-in's body past
+# Stock xiaozhi devices waiting to be added at once (each with its code), in all and from one
+# address (an IPv6 /64); past either, a new one's OTA check-in still gets a code and the oldest
+# waiting code (of that address, or of all) expires. A check-in's body past
 # DEVICE_MAX_MESSAGE_BYTES gets 413.
 DEVICE_PENDING_ACTIVATIONS_MAX = int(os.environ.get("DEVICE_PENDING_ACTIVATIONS_MAX", 100))
+DEVICE_PENDING_ACTIVATIONS_PER_ADDRESS = int(os.environ.get("DEVICE_PENDING_ACTIVATIONS_PER_ADDRESS", 10))
 
 # MQTT telemetry: written in batches of this many messages or this many seconds, whichever first.
 MQTT_BATCH_SIZE = int(os.environ.get("MQTT_BATCH_SIZE", 500))

@@ -242,3 +242,19 @@ class PendingConfirmation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tool} for {self.actor} ({self.decision})"
+
+
+class RateCount(models.Model):
+    """How much of one budget (`mcp_endpoint.ratelimit`: a token's tool calls, an address's
+    registrations) the hub processes have taken in one fixed window, when they share no Redis."""
+
+    key = models.CharField(max_length=255)
+    window = models.BigIntegerField(help_text="The window's number: its start (Unix seconds) / its length.")
+    count = models.BigIntegerField(default=0)
+    ends_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["key", "window"], name="mcp_rate_count_once")]
+
+    def __str__(self) -> str:
+        return f"{self.key} #{self.window}: {self.count}"

@@ -86,7 +86,9 @@ async def call_tool(
         metrics.record_call(name, "forbidden", caller.interface)
         await _refuse(tools, caller, tool, arguments, InsufficientScope(name, tool.scope))
     retry_after = (
-        ratelimit.retry_after(caller.rate_key, settings.MCP_RATE_LIMIT, settings.MCP_RATE_WINDOW_SECONDS)
+        await ratelimit.aretry_after(
+            caller.rate_key, settings.MCP_RATE_LIMIT, settings.MCP_RATE_WINDOW_SECONDS
+        )
         if caller.rate_key
         else None
     )

@@ -10,8 +10,10 @@ import datetime
 import hashlib
 import http.server
 import ipaddress
+import itertools
 import json
 import secrets
+import socket
 import ssl
 import threading
 import time
@@ -120,3 +122,50 @@ def pkce() -> tuple[str, str]:
 def served_documents(certificate: tuple[Path, Path] | None = None) -> Iterator[DocumentServer]:
     with DocumentServer(certificate) as server:
         yield server
+
+
+class DrippingServer:
+    """A plain HTTP server on loopback that answers every connection one byte a second, for
+    ever (a status line that never ends): a client metadata host that would hold a reader up.
+    `hung_up`: how many connections the other side closed."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.base = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.hung_up = 0
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+
+    def _accept(self) -> None:
+        self.listener.settimeout(0.2)
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:  # closed
+                return
+            threading.Thread(target=self._drip, args=(conn,), daemon=True).start()
+
+    def _drip(self, conn: socket.socket) -> None:
+        with conn:
+            conn.recv(65536)  # the request
+            for byte in itertools.cycle(b"HTTP/1.1 200 OK-"):
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    break
+                if self._stop.wait(1.0):
+                    return
+        with self._lock:
+            self.hung_up += 1
+
+    def __enter__(self) -> DrippingServer:
+        self._accepting = threading.Thread(target=self._accept, daemon=True)
+        self._accepting.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._accepting.join()
+        self.listener.close()

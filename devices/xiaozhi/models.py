@@ -33,6 +33,9 @@ class Activation(models.Model):
     system_info = models.JSONField(default=dict, blank=True, help_text="The check-in's body, as sent")
     user_agent = models.CharField(max_length=200, blank=True)
     language = models.CharField(max_length=35, blank=True)
+    address = models.CharField(
+        max_length=64, blank=True, help_text="Where the check-in that got the code came from (an IPv6 /64)"
+    )
     # The hub cannot check it (it does not know the key in the device's eFuse): kept as given.
     answer = models.JSONField(null=True, blank=True, help_text="The device's answer to the challenge")
     answered_at = models.DateTimeField(null=True, blank=True)

@@ -15,14 +15,16 @@ when both are there. With an `activation` section it shows and speaks the code a
 The hub's side:
 
 - an unknown device (no binding for its MAC and Client-Id) gets a 6-digit code, valid for
-  DEVICE_ACTIVATION_CODE_SECONDS, the same one at every check-in until it expires;
+  DEVICE_ACTIVATION_CODE_SECONDS, the same one at every check-in until it expires; the codes
+  waiting are bounded per address and in all, the oldest expiring first to make room;
 - the owner binds it (`pair`: the dashboard's "Add a device", `manage.py pair_device CODE`),
   which registers its agent, connecting on demand, with no usable device token yet;
 - its next check-ins hand it a fresh device token with the WebSocket URL: the first one after
-  binding and those within TOKEN_HANDOUT_SECONDS of it (so that an answer lost on the way is
-  made up for; each replaces the previous token). Later ones carry the URL only, which leaves
-  the token the device stored in place: the token never rests in the hub in plain text, and
-  an unauthenticated request that names the device's MAC never gets one;
+  binding and those within TOKEN_HANDOUT_SECONDS of it until the device first connects with
+  it (so that an answer lost on the way is made up for; each replaces the previous token).
+  Later ones carry the URL only, which leaves the token the device stored in place: the token
+  never rests in the hub in plain text, and an unauthenticated request that names the device's
+  MAC and Client-Id (a replay) never gets one once the device has connected;
 - `unbind` revokes the token and hangs up the device; its next check-in gets a new code.
 
 The activation poll's HMAC answer is recorded as given: the hub cannot check it, since it does
@@ -40,6 +42,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from common.storable import bounded_json, storable_json, storable_text
@@ -52,7 +55,8 @@ from devices.xiaozhi.mqtt_config import mqtt_section
 from mcp_endpoint import jsonrpc
 
 DEVICE = Event.Interface.DEVICE
-# After the first hand-out of a device token, check-ins get a fresh one for this long.
+# After the first hand-out of a device token, check-ins get a fresh one for this long, until the
+# device first connects.
 TOKEN_HANDOUT_SECONDS = 300
 # Codes that expired unused are kept this long (so that typing one says "expired", not
 # "unknown"), then deleted when a new code is given.
@@ -88,6 +92,7 @@ class CheckIn:
     user_agent: str = ""
     language: str = ""
     body: Mapping[str, Any] | None = None
+    address: str = ""  # where the request came from (`common.addresses.address_key`)
 
     @property
     def board(self) -> dict[str, Any]:
@@ -108,9 +113,9 @@ class CheckIn:
         return found
 
 
-def check_in_from(headers: Mapping[str, str], body: bytes) -> CheckIn:
-    """A device's request, from its headers (any case) and body; `OtaError` 400 when they are
-    not what stock firmware sends."""
+def check_in_from(headers: Mapping[str, str], body: bytes, *, address: str = "") -> CheckIn:
+    """A device's request, from its headers (any case) and body, sent from `address`; `OtaError`
+    400 when they are not what stock firmware sends."""
     found = {key.lower(): value.strip() for key, value in headers.items()}
     device_id = found.get("device-id", "")
     if not DEVICE_ID.fullmatch(device_id):
@@ -138,6 +143,7 @@ def check_in_from(headers: Mapping[str, str], body: bytes) -> CheckIn:
         user_agent=storable_text(found.get("user-agent", "")[:200]),
         language=storable_text(found.get("accept-language", "")[:35]),
         body=parsed,
+        address=address[:64],
     )
 
 
@@ -186,7 +192,9 @@ def _configuration(device: CheckIn, websocket_url: str, now: datetime) -> dict[s
             return None
         websocket: dict[str, Any] = {"url": websocket_url}
         handed = binding.token_handed_at
-        secrets_due = handed is None or now - handed < timedelta(seconds=TOKEN_HANDOUT_SECONDS)
+        secrets_due = handed is None or (
+            now - handed < timedelta(seconds=TOKEN_HANDOUT_SECONDS) and not _connected_since(agent, handed)
+        )
         if secrets_due:
             token = agent_services.issue_device_token(
                 agent.agent_id, actor=device.device_id, interface=DEVICE
@@ -205,6 +213,14 @@ def _configuration(device: CheckIn, websocket_url: str, now: datetime) -> dict[s
     if mqtt is not None:
         sections["mqtt"] = mqtt
     return sections
+
+
+def _connected_since(agent: Agent, since: datetime) -> bool:
+    """Whether the device connected with what it was handed (its WebSocket's hello, or its MQTT
+    connection) since `since`: it has its token then, and no check-in needs another."""
+    return Event.objects.filter(
+        action="agent.connect", target=f"agent:{agent.agent_id}", at__gte=since
+    ).exists()
 
 
 def _note_device(row: Activation, device: CheckIn) -> None:
@@ -248,14 +264,15 @@ def _activation_offer(device: CheckIn, now: datetime) -> dict[str, Any]:
 
 
 def _new_activation(device: CheckIn, now: datetime) -> Activation:
+    """A code for the device. Anyone can check in (the OTA URL is unauthenticated): the codes
+    waiting are bounded from one address and in all, the oldest expiring to make room, so that
+    check-ins that nobody will add cannot keep a real device from getting a code."""
     Activation.objects.filter(bound_at__isnull=True, expires_at__lt=now - EXPIRED_KEPT).delete()
-    waiting = Activation.objects.filter(bound_at__isnull=True, expires_at__gt=now).count()
-    if waiting >= settings.DEVICE_PENDING_ACTIVATIONS_MAX:
-        raise OtaError(
-            503,
-            f"{waiting} devices are already waiting to be added; try again once their codes are "
-            "used or expire.",
-        )
+    waiting = Activation.objects.filter(bound_at__isnull=True, expires_at__gt=now)
+    _expire_oldest(
+        waiting.filter(address=device.address), settings.DEVICE_PENDING_ACTIVATIONS_PER_ADDRESS - 1, now
+    )
+    _expire_oldest(waiting, settings.DEVICE_PENDING_ACTIVATIONS_MAX - 1, now)
     row = Activation(
         device_id=device.device_id,
         client_id=device.client_id,
@@ -263,6 +280,7 @@ def _new_activation(device: CheckIn, now: datetime) -> Activation:
         challenge=secrets.token_hex(16),
         expires_at=now + timedelta(seconds=settings.DEVICE_ACTIVATION_CODE_SECONDS),
         last_check_in=now,
+        address=device.address,
     )
     _note_device(row, device)
     row.save()
@@ -279,6 +297,15 @@ def _new_activation(device: CheckIn, now: datetime) -> Activation:
         },
     )
     return row
+
+
+def _expire_oldest(codes: QuerySet[Activation], keep: int, now: datetime) -> None:
+    """Expire the oldest of the waiting `codes` but the `keep` newest (their devices ask for a
+    new code at their next check-in)."""
+    excess = codes.count() - max(0, keep)
+    if excess > 0:
+        oldest = list(codes.order_by("created_at", "id").values_list("pk", flat=True)[:excess])
+        Activation.objects.filter(pk__in=oldest).update(expires_at=now)
 
 
 def _unused_code(now: datetime) -> str:

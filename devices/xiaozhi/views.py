@@ -8,6 +8,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods, require_POST
 
+from common.addresses import address_key
 from devices.xiaozhi import services
 from devices.xiaozhi.services import OtaError
 
@@ -17,7 +18,9 @@ def _device(request: HttpRequest) -> services.CheckIn:
     limit = settings.DEVICE_MAX_MESSAGE_BYTES
     if (declared.isdigit() and int(declared) > limit) or len(request.body) > limit:
         raise OtaError(413, f"The body is larger than {limit} bytes.")
-    return services.check_in_from(request.headers, request.body)
+    return services.check_in_from(
+        request.headers, request.body, address=address_key(request.META.get("REMOTE_ADDR") or "")
+    )
 
 
 def websocket_url(request: HttpRequest) -> str:

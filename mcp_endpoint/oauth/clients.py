@@ -5,6 +5,7 @@ PKCE binds each code to the client that asked for it."""
 
 from __future__ import annotations
 
+import json
 import secrets
 from datetime import timedelta
 from typing import Any
@@ -13,15 +14,31 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.utils import timezone
 
+from common.storable import storable_json
 from mcp_endpoint.models import OAuthClient
 from mcp_endpoint.oauth import client_documents
 
 REGISTERED_PREFIX = "hhc_"
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
 GRANT_TYPES = {"authorization_code", "refresh_token"}
-# Anyone may register (RFC 7591 is unauthenticated): a registration nobody authorized within
-# this long is deleted, so that registrations cannot pile up.
-UNUSED_REGISTRATION = timedelta(days=1)
+# Anyone may register (RFC 7591 is unauthenticated) or name a document: a client nobody
+# authorized within this long is deleted, so that clients cannot pile up.
+UNUSED_CLIENT = timedelta(days=1)
+# What is kept of a client's document (the fields RFC 7591 defines that the hub shows or
+# answers with), at most so long as JSON.
+DOCUMENT_FIELDS = (
+    "client_id",
+    "client_name",
+    "client_uri",
+    "redirect_uris",
+    "grant_types",
+    "response_types",
+    "token_endpoint_auth_method",
+    "scope",
+    "software_id",
+    "software_version",
+)
+MAX_KEPT_CHARS = 16 * 1024
 
 
 class RegistrationError(Exception):
@@ -51,15 +68,42 @@ def find(client_id: str) -> OAuthClient:
         raise client_documents.ClientDocumentError(
             f"redirect URI {refused[0][:200]} must be https, or http to a loopback address"
         )
+    kept = storable_json({key: document[key] for key in DOCUMENT_FIELDS if key in document})
+    if len(json.dumps(kept)) > MAX_KEPT_CHARS:
+        raise client_documents.ClientDocumentError(
+            f"client metadata document's client fields are longer than {MAX_KEPT_CHARS} characters"
+        )
     fields = {
         "kind": OAuthClient.Kind.DOCUMENT,
-        "client_name": _name(document.get("client_name"), client_id),
-        "redirect_uris": document["redirect_uris"],
-        "metadata": document,
+        "client_name": _name(kept.get("client_name"), client_id),
+        "redirect_uris": kept["redirect_uris"],
+        "metadata": kept,
         "fetched_at": timezone.now(),
     }
+    if known is None:
+        _make_room_for_a_document()
     client, _ = OAuthClient.objects.update_or_create(client_id=client_id, defaults=fields)
     return client
+
+
+def _make_room_for_a_document() -> None:
+    """Anyone can make the hub keep a document (by naming its URL at the token endpoint): one
+    that no grant uses goes after UNUSED_CLIENT, and past MCP_OAUTH_DOCUMENT_CLIENTS_MAX the
+    oldest unused ones go first (a document is only a copy: read again when named again). When
+    every kept document is in use, a new one is refused."""
+    now = timezone.now()
+    documents = OAuthClient.objects.filter(kind=OAuthClient.Kind.DOCUMENT)
+    unused = documents.filter(grants__isnull=True)
+    unused.filter(created_at__lt=now - UNUSED_CLIENT).delete()
+    excess = documents.count() - settings.MCP_OAUTH_DOCUMENT_CLIENTS_MAX + 1
+    if excess <= 0:
+        return
+    oldest = list(unused.order_by("fetched_at", "pk").values_list("pk", flat=True)[:excess])
+    OAuthClient.objects.filter(pk__in=oldest).delete()
+    if len(oldest) < excess:
+        raise client_documents.ClientDocumentError(
+            "this hub keeps no more client metadata documents: the owner may revoke an unused connected app"
+        )
 
 
 def register(metadata: Any) -> OAuthClient:
@@ -90,7 +134,7 @@ def register(metadata: Any) -> OAuthClient:
     OAuthClient.objects.filter(
         kind=OAuthClient.Kind.REGISTERED,
         grants__isnull=True,
-        created_at__lt=timezone.now() - UNUSED_REGISTRATION,
+        created_at__lt=timezone.now() - UNUSED_CLIENT,
     ).delete()
     client_id = REGISTERED_PREFIX + secrets.token_urlsafe(18)
     return OAuthClient.objects.create(

@@ -41,15 +41,27 @@ def new_refresh_token() -> str:
     return REFRESH_PREFIX + secrets.token_urlsafe(32)
 
 
-def issue(grant: OAuthGrant, access_token: str, refresh_token: str, expires_in: int) -> None:
+class ScopeNotGranted(Exception):
+    """A refresh asked for a scope its grant does not have."""
+
+
+def issue(
+    grant: OAuthGrant,
+    access_token: str,
+    refresh_token: str,
+    expires_in: int,
+    scopes: list[str] | None = None,
+) -> None:
     """Store what the token endpoint hands out: the access token's row (created or given its new
-    secret) and the new refresh token, hashed."""
+    secret) for `scopes` (the grant's, or fewer when a refresh narrowed them: the grant keeps
+    its own, which the next refresh may ask for again, RFC 6749 6) and the new refresh token,
+    hashed."""
     key_id, secret = access_token[len(tokens.PREFIX) :].split("_", 1)
     now = timezone.now()
     fields = {
         "secret_hash": tokens.hash_secret(secret),
         "expires_at": now + timedelta(seconds=expires_in),
-        "scopes": grant.scopes,
+        "scopes": grant.scopes if scopes is None else [name for name in grant.scopes if name in scopes],
     }
     with transaction.atomic():
         updated = AccessToken.objects.filter(key_id=key_id, grant=grant).update(**fields)
@@ -74,10 +86,14 @@ def issue(grant: OAuthGrant, access_token: str, refresh_token: str, expires_in: 
     tokens.forget([key_id])
 
 
-def use_refresh_token(raw: str, client: OAuthClient) -> OAuthGrant | None:
-    """The live grant of a refresh token presented by `client`, which is thereby used up; None
-    if unknown, expired, another client's or revoked. A token used before means it was stolen
-    or replayed: the whole grant is revoked (RFC 9700 4.14.2)."""
+def use_refresh_token(
+    raw: str, client: OAuthClient, asked: list[str] | tuple[str, ...] = ()
+) -> OAuthGrant | None:
+    """The live grant of a refresh token presented by `client` asking for the scopes `asked`
+    (none: the grant's), which is thereby used up; None if unknown, expired, another client's
+    or revoked. A token used before means it was stolen or replayed: the whole grant is revoked
+    (RFC 9700 4.14.2). ScopeNotGranted when `asked` has a scope the grant lacks: refused
+    before it is used up, so that the client's next (proper) refresh still works."""
     row = (
         RefreshToken.objects.select_related("grant", "grant__client")
         .filter(token_hash=tokens.hash_secret(raw))
@@ -85,11 +101,14 @@ def use_refresh_token(raw: str, client: OAuthClient) -> OAuthGrant | None:
     )
     if row is None or row.grant.client_id != client.pk or row.grant.revoked_at is not None:
         return None
-    if not RefreshToken.objects.filter(pk=row.pk, used=False).update(used=True):
+    if not row.used:
+        if row.expires_at <= timezone.now():
+            return None
+        if not set(asked) <= set(row.grant.scopes):
+            raise ScopeNotGranted(sorted(set(asked) - set(row.grant.scopes)))
+    if row.used or not RefreshToken.objects.filter(pk=row.pk, used=False).update(used=True):
         logger.warning("refresh token of grant %s used twice: grant revoked", row.grant.pk)
         revoke(row.grant)
-        return None
-    if row.expires_at <= timezone.now():
         return None
     return row.grant
 

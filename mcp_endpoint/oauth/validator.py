@@ -12,16 +12,25 @@ from django.db import transaction
 from django.utils import timezone
 from oauthlib.common import Request
 from oauthlib.oauth2 import RequestValidator
-from oauthlib.oauth2.rfc6749 import errors
+from oauthlib.oauth2.rfc6749 import errors, utils
 
 from mcp_endpoint import tokens
 from mcp_endpoint.models import AuthorizationCode, OAuthClient, OAuthGrant
 from mcp_endpoint.oauth import clients, grants
-from mcp_endpoint.oauth.client_documents import ClientDocumentError
+from mcp_endpoint.oauth.client_documents import ClientDocumentError, FetchesBusy
 from mcp_endpoint.scopes import scopes as declared_scopes
 
 CODE_SECONDS = 300
 GRANT_TYPES = ("authorization_code", "refresh_token")
+
+
+class FetchesBusyError(errors.FatalClientError):
+    """Too many client documents being read at once: 503 `temporarily_unavailable`, so that the
+    client retries later. Fatal, as every error about the client: the owner's browser is never
+    sent to a redirect URI not yet checked."""
+
+    error = "temporarily_unavailable"
+    status_code = 503
 
 
 # What one answer found, kept on oauthlib's request for the next (its own attributes are typed
@@ -62,6 +71,8 @@ class HubRequestValidator(RequestValidator):
             client = clients.find(client_id)
         except LookupError:
             return None
+        except FetchesBusy as busy:
+            raise FetchesBusyError(description=str(busy), request=request) from None
         except ClientDocumentError as refused:
             raise errors.InvalidClientIdError(description=str(refused), request=request) from None
         request.client = client
@@ -205,12 +216,26 @@ class HubRequestValidator(RequestValidator):
     def save_bearer_token(
         self, token: Mapping[str, Any], request: Request, *args: Any, **kwargs: Any
     ) -> None:
-        grants.issue(grant_of(request), token["access_token"], token["refresh_token"], token["expires_in"])
+        grants.issue(
+            grant_of(request),
+            token["access_token"],
+            token["refresh_token"],
+            token["expires_in"],
+            scopes=list(request.scopes or []),
+        )
 
     def validate_refresh_token(
         self, refresh_token: str, client: Any, request: Request, *args: Any, **kwargs: Any
     ) -> bool:
-        grant = grants.use_refresh_token(refresh_token, client_of(request))
+        """The refresh token is used up here, once everything else about the request was found
+        right (its resource, checked before; the scopes it asks for, checked here): a refused
+        refresh leaves the token good."""
+        try:
+            grant = grants.use_refresh_token(
+                refresh_token, client_of(request), utils.scope_to_list(request.scope) or ()
+            )
+        except grants.ScopeNotGranted:
+            raise errors.InvalidScopeError(request=request) from None
         if grant is None:
             return False
         keep(request, "grant", grant)

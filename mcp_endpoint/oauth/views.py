@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
+from common.addresses import address_key
 from mcp_endpoint import ratelimit
 from mcp_endpoint.oauth import clients
 from mcp_endpoint.oauth.server import server
@@ -82,9 +83,8 @@ def revoke(request: HttpRequest) -> HttpResponse:
 @csrf_exempt
 @require_POST
 def register(request: HttpRequest) -> JsonResponse:
-    """RFC 7591, open to anyone: bounded per address (behind the deployment's proxy, the
-    client's, from X-Forwarded-For through daphne's --proxy-headers)."""
-    address = request.META.get("REMOTE_ADDR") or "unknown"
+    """RFC 7591, open to anyone: bounded per address (`address_key`: an IPv6 /64 counts as one)."""
+    address = address_key(request.META.get("REMOTE_ADDR") or "")
     wait = ratelimit.retry_after(
         f"oauth-register:{address}", settings.MCP_OAUTH_REGISTRATIONS_PER_HOUR, REGISTRATION_WINDOW_SECONDS
     )

@@ -67,7 +67,7 @@ def test_tool_errors_and_bad_arguments_are_error_results():
     assert missing.is_error and missing.text == "Faltan parámetros requeridos: name"
 
 
-def test_the_rate_limit_holds_for_every_door(settings):
+def test_the_rate_limit_holds_for_every_door(settings, db):
     settings.MCP_RATE_LIMIT = 1
     reg, seen = registry_with_observer()
     caller = reader(rate_key="pipeline-test")

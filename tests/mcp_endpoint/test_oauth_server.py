@@ -3,6 +3,7 @@ checks (PKCE S256, exact redirect URI, resource), consent and its Deny, the toke
 code and refresh grants (rotation, reuse), revocation, dynamic registration, and the guarded
 fetch of client metadata documents."""
 
+import ipaddress
 import json
 from datetime import timedelta
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -15,6 +16,7 @@ from mcp_endpoint import tokens
 from mcp_endpoint.models import AccessToken, OAuthClient, OAuthGrant, RefreshToken
 from mcp_endpoint.oauth import client_documents
 from mcp_endpoint.oauth.client_documents import ClientDocumentError
+from tests.conftest import free_port
 from tests.oauth_support import make_certificate, pkce, served_documents
 
 HUB = "http://testserver"
@@ -331,17 +333,70 @@ def test_documents_must_be_https(settings):
 def test_documents_on_private_or_loopback_addresses_are_refused(settings, certificate):
     settings.MCP_OAUTH_ALLOW_LOOPBACK_CLIENTS = False
     for url in ("https://10.1.2.3/c.json", "https://169.254.169.254/c.json", "https://[::1]/c.json"):
-        with pytest.raises(ClientDocumentError, match="non-public address"):
+        with pytest.raises(ClientDocumentError, match="could not be fetched"):
             client_documents.fetch(url)
     with served_documents(certificate) as site:
         url = site.document("/client.json", [REDIRECT])
-        with pytest.raises(ClientDocumentError, match=r"non-public address \(127.0.0.1\)"):
+        with pytest.raises(ClientDocumentError, match="could not be fetched"):
             client_documents.fetch(url)
         settings.MCP_OAUTH_ALLOW_LOOPBACK_CLIENTS = True
         assert client_documents.fetch(url)["client_name"] == "Test connector"
 
 
-def test_oversize_slow_or_foreign_documents_are_refused(settings, certificate, monkeypatch):
+# Each an IPv6 way to reach a private, loopback or link-local IPv4 address (or a non-public
+# IPv6 one) that the guard once let through.
+NON_PUBLIC_IPV6 = [
+    "64:ff9b::a00:1",  # NAT64 (RFC 6052) of 10.0.0.1
+    "64:ff9b::7f00:1",  # NAT64 of 127.0.0.1
+    "64:ff9b::a9fe:a9fe",  # NAT64 of 169.254.169.254 (cloud metadata)
+    "64:ff9b:1::808:808",  # local-use NAT64 (RFC 8215), whatever it carries
+    "2002:a00:1::1",  # 6to4 of 10.0.0.1
+    "2002:7f00:1::1",  # 6to4 of 127.0.0.1
+    "::a00:1",  # IPv4-compatible 10.0.0.1
+    "::ffff:0:a00:1",  # SIIT / IPv4-translated 10.0.0.1
+    "::ffff:10.0.0.1",  # IPv4-mapped
+    "2001:0:4136:e378:8000:63bf:3fff:fdd2",  # Teredo
+    "fec0::1",  # site-local
+    "fc00::1",  # unique local
+    "fe80::1",  # link-local
+    "ff02::1",  # multicast
+    "2001:db8::1",  # documentation
+]
+
+
+@pytest.mark.parametrize("address", NON_PUBLIC_IPV6)
+def test_ipv6_forms_of_non_public_addresses_are_refused(settings, address):
+    settings.MCP_OAUTH_ALLOW_LOOPBACK_CLIENTS = False
+    assert not client_documents.is_public(ipaddress.ip_address(address))
+    with pytest.raises(ClientDocumentError) as refused:
+        client_documents.fetch(f"https://[{address}]/client.json")
+    assert str(refused.value) == client_documents.NOT_FETCHED
+
+
+@pytest.mark.parametrize(
+    "address", ["8.8.8.8", "2606:4700::1111", "64:ff9b::808:808", "2002:808:808::1", "::ffff:8.8.8.8"]
+)
+def test_public_addresses_and_their_ipv6_forms_pass(address):
+    assert client_documents.is_public(ipaddress.ip_address(address))
+
+
+def test_a_refusal_says_nothing_about_the_target(settings, certificate):
+    """Unresolvable, private, or public but refusing the connection: one and the same answer
+    (else the hub would tell a stranger which of its neighbours exist and listen)."""
+    settings.MCP_OAUTH_ALLOW_LOOPBACK_CLIENTS = False
+    answers = set()
+    for url in ("https://nowhere.invalid/c.json", "https://192.168.1.1/c.json", "https://10.9.9.9:22/c.json"):
+        with pytest.raises(ClientDocumentError) as refused:
+            client_documents.fetch(url)
+        answers.add(str(refused.value))
+    settings.MCP_OAUTH_ALLOW_LOOPBACK_CLIENTS = True
+    with pytest.raises(ClientDocumentError) as refused:  # loopback allowed, but nothing listens
+        client_documents.fetch(f"https://127.0.0.1:{free_port()}/c.json")
+    answers.add(str(refused.value))
+    assert answers == {client_documents.NOT_FETCHED}
+
+
+def test_oversize_slow_or_foreign_documents_are_refused(settings, certificate):
     settings.MCP_OAUTH_ALLOW_LOOPBACK_CLIENTS = True
     with served_documents(certificate) as site:
         big = site.base + "/big.json"
@@ -355,8 +410,8 @@ def test_oversize_slow_or_foreign_documents_are_refused(settings, certificate, m
             client_documents.fetch(other)
         slow = site.base + "/slow.json"
         site.routes["/slow.json"] = (200, b"{}", 1.0)
-        monkeypatch.setattr(client_documents, "TIMEOUT_SECONDS", 0.3)
-        with pytest.raises(ClientDocumentError, match="could not be read"):
+        settings.MCP_OAUTH_DOCUMENT_SECONDS = 0.3
+        with pytest.raises(ClientDocumentError, match="could not be fetched"):
             client_documents.fetch(slow)
         with pytest.raises(ClientDocumentError, match="HTTP 404"):
             client_documents.fetch(site.base + "/missing.json")
@@ -366,7 +421,7 @@ def test_documents_over_an_untrusted_certificate_are_refused(settings, tmp_path)
     settings.MCP_OAUTH_ALLOW_LOOPBACK_CLIENTS = True
     with served_documents(make_certificate(tmp_path)) as site:  # SSL_CERT_FILE not set: not trusted
         url = site.document("/client.json", [REDIRECT])
-        with pytest.raises(ClientDocumentError, match="CERTIFICATE_VERIFY_FAILED"):
+        with pytest.raises(ClientDocumentError, match="could not be fetched"):
             client_documents.fetch(url)
 
 
@@ -380,7 +435,7 @@ def test_consent_names_a_document_clients_name_and_host(browser, settings, certi
         site.routes.clear()  # kept: no second fetch within MCP_OAUTH_CLIENT_CACHE_SECONDS
         assert browser.get(authorize_url(url, pkce()[1])).status_code == 200
     refused = browser.get(authorize_url("https://10.0.0.7/connector.json", pkce()[1]))
-    assert refused.status_code == 400 and b"non-public address" in refused.content
+    assert refused.status_code == 400 and b"could not be fetched" in refused.content
 
 
 def test_the_admin_lists_clients_and_their_grants_read_only(browser, admin_client):
@@ -397,3 +452,13 @@ def test_the_admin_lists_clients_and_their_grants_read_only(browser, admin_clien
     assert admin_client.get("/admin/mcp_endpoint/oauthclient/add/").status_code == 403
     admin_client.post(f"/admin/mcp_endpoint/oauthclient/{client.pk}/delete/", {"post": "yes"})
     assert OAuthClient.objects.filter(pk=client.pk).exists()  # revoked on Connected apps, not deleted here
+
+
+def test_when_documents_are_busy_the_token_endpoint_says_so_and_consent_never_redirects(browser, settings):
+    settings.MCP_OAUTH_ALLOW_LOOPBACK_CLIENTS = True
+    settings.MCP_OAUTH_DOCUMENT_FETCHES = 0  # every read finds the bound reached
+    url = "http://127.0.0.1:9/client.json"
+    busy = token_request(browser, grant_type="refresh_token", client_id=url, refresh_token="hhr_x")
+    assert busy.status_code == 503 and busy.json()["error"] == "temporarily_unavailable"
+    page = browser.get(authorize_url(url, pkce()[1], redirect_uri="https://evil.example/cb"))
+    assert page.status_code == 400 and b"too many client metadata documents" in page.content

@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from devices.agents.models import Agent
-from devices.agents.services import admit_device
+from devices.agents.services import admit_device, agent_connected
 from devices.audit.models import Event
 from devices.xiaozhi import services
 from devices.xiaozhi.models import Activation
@@ -231,16 +231,50 @@ def test_server_time_in_the_hubs_time_zone(client, settings):
     assert check_in(client).json()["server_time"]["timezone_offset"] == -360
 
 
-def test_devices_waiting_to_be_added_are_bounded(client, settings):
-    settings.DEVICE_PENDING_ACTIVATIONS_MAX = 2
-    for n in range(2):
-        assert check_in(client, mac=f"d8:3b:da:00:00:0{n}").status_code == 200
-    refused = check_in(client, mac="d8:3b:da:00:00:09")
-    assert refused.status_code == 503 and "2 devices are already waiting" in refused.json()["error"]
-    assert check_in(client, mac="d8:3b:da:00:00:01").status_code == 200  # a waiting one still gets its code
+def test_devices_waiting_to_be_added_are_bounded_per_address_and_in_all(client, settings):
+    settings.DEVICE_PENDING_ACTIVATIONS_MAX = 3
+    settings.DEVICE_PENDING_ACTIVATIONS_PER_ADDRESS = 2
+    busy = {"REMOTE_ADDR": "2001:db8:1:2::10"}
+    for n in range(4):  # one /64 checks in as four devices: two codes wait, the oldest expired
+        assert check_in(client, mac=f"d8:3b:da:00:00:0{n}", **busy).status_code == 200
+    from_busy = Activation.objects.filter(address="2001:db8:1:2::/64")
+    assert [row.state for row in from_busy.order_by("id")] == ["expired", "expired", "pending", "pending"]
+    other = {"REMOTE_ADDR": "2001:db8:1:2::99"}  # another address of the same /64 counts the same
+    assert check_in(client, mac="d8:3b:da:00:00:05", **other).status_code == 200
+    assert from_busy.filter(expires_at__gt=timezone.now()).count() == 2
+    for n in range(2):  # in all: a new device gets a code, the oldest waiting one expires
+        assert check_in(client, mac=f"d8:3b:da:00:01:0{n}", REMOTE_ADDR=f"192.0.2.{n}").status_code == 200
+    assert check_in(client, REMOTE_ADDR="198.51.100.7").status_code == 200  # the real device
+    waiting = Activation.objects.filter(expires_at__gt=timezone.now())
+    assert waiting.count() == 3 and waiting.filter(device_id=MAC).exists()
+    again = check_in(client, REMOTE_ADDR="198.51.100.7").json()["activation"]  # it keeps its code
+    assert again["code"] == waiting.get(device_id=MAC).code
     Activation.objects.update(expires_at=timezone.now() - timedelta(days=2))
     assert check_in(client, mac="d8:3b:da:00:00:09").status_code == 200
     assert Activation.objects.count() == 1  # codes expired long ago are forgotten
+
+
+def test_once_the_device_connected_a_replayed_check_in_gets_no_token(client):
+    """MAC and Client-Id are no secret (a device says them to anyone on its network): within the
+    hand-out window, a check-in naming them got a fresh token, which replaced the device's."""
+    _pair(_code(client)["code"])
+    token = check_in(client).json()["websocket"]["token"]
+    assert admit_device(MAC, token, accept_unknown=False) is not None
+    agent_connected(MAC, "session-1", {"client_id": CLIENT_ID})  # its WebSocket's hello
+    replayed = check_in(client).json()
+    assert replayed["websocket"] == {"url": "ws://testserver/ws/devices/"}  # well within the window
+    assert admit_device(MAC, token, accept_unknown=False) is not None  # still the device's
+
+
+def test_once_the_device_connected_over_mqtt_a_replayed_check_in_gets_no_credentials(client, settings):
+    settings.DEVICE_MQTT_ENDPOINT = "hub.example:1884"
+    _pair(_code(client)["code"])
+    first = check_in(client).json()
+    assert first["mqtt"]["password"] and first["websocket"]["token"]
+    # What the device listener records when the device connects with those credentials.
+    agent_connected(MAC, "mqtt-session", {"transport": "mqtt", "client_id": first["mqtt"]["client_id"]})
+    replayed = check_in(client).json()
+    assert "mqtt" not in replayed and "token" not in replayed["websocket"]
 
 
 def test_with_device_mqtt_the_answer_carries_the_mqtt_section_only_when_the_token_goes(client, settings):
