@@ -24,9 +24,8 @@ def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
-DEBUG = env_bool("DJANGO_DEBUG", True)
-DEVELOPMENT_SECRET_KEY = "django-insecure-homehub-development-key-change-me"
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", DEVELOPMENT_SECRET_KEY)
+# Off unless asked for: a debug page shows the settings to whoever reaches the hub.
+DEBUG = env_bool("DJANGO_DEBUG", False)
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver")
 
 INSTALLED_APPS = [
@@ -168,12 +167,30 @@ MQTT_BROADCAST_SECONDS = float(os.environ.get("MQTT_BROADCAST_SECONDS", 1.0))
 MQTT_IN_PROCESS = env_bool("MQTT_IN_PROCESS", True)
 
 # --- State outside the database ------------------------------------------------------------
-# Where the hub may keep a file of its own (today: the copy of the first admin's password that
-# `ensure_admin` prints), the first writable one wins: HOMEHUB_STATE_DIR when set; otherwise
-# the project folder (development), then /var/lib/homehub (a deployment's read-only code
-# folder refuses it). An existing folder: none is created.
+# Where the hub may keep a file of its own (the copy of the first admin's password that
+# `ensure_admin` prints, the generated secret key), the first writable one wins:
+# HOMEHUB_STATE_DIR when set; otherwise the project folder (development), then
+# /var/lib/homehub (a deployment's read-only code folder refuses it). An existing folder: none
+# is created.
 HOMEHUB_STATE_DIR = os.environ.get("HOMEHUB_STATE_DIR", "")
 HOMEHUB_STATE_DIRS = [Path(HOMEHUB_STATE_DIR)] if HOMEHUB_STATE_DIR else [BASE_DIR, Path("/var/lib/homehub")]
+
+# DJANGO_SECRET_KEY (a deployment's processes share it through their environment file); unset,
+# a key generated once and kept in the state folder (mode 600) beside the password's copy, the
+# same for every process and every restart of this hub. When no state folder takes it, a key
+# for this process alone: sessions then end with it (`manage.py check` warns).
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
+SECRET_KEY_FILE: Path | None = None
+if not SECRET_KEY:
+    from homehub.state import kept_secret_key
+
+    _kept = kept_secret_key(HOMEHUB_STATE_DIRS)
+    if _kept:
+        SECRET_KEY, SECRET_KEY_FILE = _kept
+    else:
+        import secrets
+
+        SECRET_KEY = secrets.token_urlsafe(50)
 
 # --- FEL --------------------------------------------------------------------------------
 FEL_ROOT = Path(os.environ.get("FEL_ROOT", BASE_DIR / "data")).resolve()
@@ -313,17 +330,10 @@ if REDIS_URL:
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
-# --- Production (DJANGO_DEBUG=0): secrets, HTTPS, headers, static files, health, metrics -----
+# --- Web security: secrets, HTTPS, headers, static files, health, metrics -------------------
 # Kept in one block; docs/DEPLOY.md explains each setting and deploy/homehub.env.example sets
-# them for a hub behind nginx. With DEBUG on (`make run`, the tests) nothing here applies
-# beyond the health and metrics settings.
-if not DEBUG and SECRET_KEY == DEVELOPMENT_SECRET_KEY:
-    from django.core.exceptions import ImproperlyConfigured
-
-    raise ImproperlyConfigured(
-        "DJANGO_SECRET_KEY is required when DJANGO_DEBUG is off (the development key is public): "
-        "generate one with `python -c 'import secrets; print(secrets.token_urlsafe(50))'`"
-    )
+# them for a hub behind nginx. Every HTTPS-only setting is off unless the operator turns it on
+# (`make run` and the tests serve plain HTTP on loopback), whatever DJANGO_DEBUG says.
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")  # e.g. https://hub.example.org
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
@@ -334,22 +344,23 @@ _proxy_ssl_header = os.environ.get("DJANGO_SECURE_PROXY_SSL_HEADER", "")
 if _proxy_ssl_header:
     _header, _, _value = _proxy_ssl_header.partition(":")
     SECURE_PROXY_SSL_HEADER = ("HTTP_" + _header.strip().upper().replace("-", "_"), _value.strip())
-if DEBUG:
-    WHITENOISE_USE_FINDERS = True  # straight from the apps' static/ folders, no collectstatic
-else:
-    SESSION_COOKIE_SECURE = True
-    CSRF_COOKIE_SECURE = True
-    SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", True)
-    # Probes and scrapers ask daphne itself over loopback HTTP: no redirect for them.
-    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
-    SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_HSTS_SECONDS", 31536000))
-    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", True)
-    SECURE_HSTS_PRELOAD = env_bool("DJANGO_HSTS_PRELOAD", False)
-    # `collectstatic` writes hashed, compressed copies; WhiteNoise serves them cached forever.
+# Session and CSRF cookies only over HTTPS.
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", False)
+# Probes and scrapers ask daphne itself over loopback HTTP: no redirect for them.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
+SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_HSTS_SECONDS", 0))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_HSTS_PRELOAD", False)
+if env_bool("DJANGO_STATIC_COLLECTED", False):
+    # `collectstatic` wrote hashed, compressed copies to STATIC_ROOT; WhiteNoise serves them
+    # cached forever.
     STORAGES = {
         "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
         "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
     }
+else:
+    WHITENOISE_USE_FINDERS = True  # straight from the apps' static/ folders, no collectstatic
 # /healthz: also require a running MQTT worker linked to the broker (0 for a hub without MQTT).
 HEALTHZ_CHECK_MQTT = env_bool("HEALTHZ_CHECK_MQTT", True)
 # /metrics: when set, scrapers must send `Authorization: Bearer <METRICS_TOKEN>`.

@@ -1,0 +1,27 @@
+"""System checks of the hub's own settings (`manage.py check`, and every command that runs
+the checks, `serve` included)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from django.conf import settings
+from django.core import checks
+
+
+@checks.register(checks.Tags.security)
+def secret_key_kept(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """Without DJANGO_SECRET_KEY the key lives in the state folder; if none took it, this
+    process made up its own."""
+    if os.environ.get("DJANGO_SECRET_KEY") or settings.SECRET_KEY_FILE is not None:
+        return []
+    return [
+        checks.Warning(
+            "DJANGO_SECRET_KEY is unset and no state folder could keep a generated key: this "
+            "process uses a key of its own, so logins end when it stops and other processes of "
+            "the hub do not accept them.",
+            hint="Set HOMEHUB_STATE_DIR to a writable folder, or set DJANGO_SECRET_KEY.",
+            id="homehub.W001",
+        )
+    ]
