@@ -6,6 +6,7 @@ the embedded defaults need nothing installed (SQLite, the database channel layer
 
 import os
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -50,6 +51,7 @@ INSTALLED_APPS = [
     "dashboard",
     "homehub",  # the commands that run the hub: serve, ensure_admin, healthz
     "ninja",  # serves the API docs' scripts itself (no CDN)
+    "axes",  # login throttling: failed attempts and lockouts, in the database
 ]
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -60,6 +62,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # answers a locked-out login with its page (last, as axes asks)
 ]
 
 ROOT_URLCONF = "homehub.urls"
@@ -224,6 +227,25 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Login throttling (django-axes) on every password form (the dashboard's, the admin's; the
+# OAuth consent page logs in through the dashboard's): after LOGIN_FAILURE_LIMIT failed
+# attempts for one username from one address, that pair is refused, the right password
+# included, for LOGIN_COOLOFF_SECONDS; further attempts meanwhile do not prolong it. Counted in
+# the database, so every process of the hub agrees. The lockout is in the audit trail
+# (dashboard.lockouts). Behind nginx the address is the client's (daphne --proxy-headers).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", 5))
+AXES_COOLOFF_TIME = timedelta(seconds=float(os.environ.get("LOGIN_COOLOFF_SECONDS", 900)))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_LOCKOUT_TEMPLATE = "dashboard/locked_out.html"
+AXES_VERBOSE = False
+# No row per successful login (nothing would prune them); failed attempts lapse with the cool-off.
+AXES_DISABLE_ACCESS_LOG = True
 LOGIN_URL = "dashboard:login"
 LOGIN_REDIRECT_URL = "dashboard:home"
 
