@@ -264,8 +264,9 @@ LOGGING = {
     "root": {"handlers": ["stderr"], "level": os.environ.get("HOMEHUB_LOG_LEVEL", "INFO")},
     # The device listener's embedded broker logs every connection and state change at INFO;
     # the listener logs what matters (devices refused, silent, offline) itself. oauthlib logs
-    # the tokens it issues at DEBUG: never, whatever HOMEHUB_LOG_LEVEL says.
-    "loggers": {name: {"level": "WARNING"} for name in ("amqtt", "transitions", "oauthlib")},
+    # the tokens it issues at DEBUG: never, whatever HOMEHUB_LOG_LEVEL says. django-axes says
+    # INFO at every login and logout; its warnings (failed logins, lockouts) stay.
+    "loggers": {name: {"level": "WARNING"} for name in ("amqtt", "transitions", "oauthlib", "axes")},
 }
 
 # --- MCP --------------------------------------------------------------------------------
@@ -385,8 +386,10 @@ else:
     WHITENOISE_USE_FINDERS = True  # straight from the apps' static/ folders, no collectstatic
 # /healthz: also require a running MQTT worker linked to the broker (0 for a hub without MQTT).
 HEALTHZ_CHECK_MQTT = env_bool("HEALTHZ_CHECK_MQTT", True)
-# /metrics: when set, scrapers must send `Authorization: Bearer <METRICS_TOKEN>`.
+# /metrics: scrapers send `Authorization: Bearer <METRICS_TOKEN>`; without a token, open to
+# anyone only with METRICS_PUBLIC, else closed (403).
 METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
+METRICS_PUBLIC = env_bool("METRICS_PUBLIC", False)
 
 # --- Limits ------------------------------------------------------------------------------------
 # Every bound on what a client, a device or a sensor may ask of the hub, in one place.
