@@ -52,9 +52,11 @@ INSTALLED_APPS = [
     "homehub",  # the commands that run the hub: serve, ensure_admin, healthz
     "ninja",  # serves the API docs' scripts itself (no CDN)
     "axes",  # login throttling: failed attempts and lockouts, in the database
+    "csp",  # the Content-Security-Policy header on every page
 ]
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",  # the dashboard's static files, served by the hub
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -361,6 +363,24 @@ CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")  # e.g. https
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+# Content-Security-Policy on every page (django-csp): scripts, styles, fonts and images from the
+# hub itself only, none inline (no template or script of the hub, the admin or the API docs
+# needs one), so an injected <script> or style attribute does not run; the page's requests,
+# WebSockets included, only to the hub; never in a frame; forms post only to the hub (the OAuth
+# consent page, whose answer redirects to the app, lifts that: dashboard.oauth).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+    }
+}
 # "X-Forwarded-Proto: https": trust this header from the proxy in front (nginx sets it and
 # clients cannot); empty when nothing sits in front. Never set it without such a proxy.
 _proxy_ssl_header = os.environ.get("DJANGO_SECURE_PROXY_SSL_HEADER", "")

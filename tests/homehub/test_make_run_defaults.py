@@ -58,6 +58,7 @@ def test_a_hub_started_as_make_run_starts_it(live_env, tmp_path):
             assert login.status_code == 200
             assert "strict-transport-security" not in login.headers
             assert "secure" not in login.headers["set-cookie"].lower()
+            assert "script-src 'self'" in login.headers["content-security-policy"]
             # The dashboard's own files, without collectstatic.
             for name, kind in (("app.css", "text/css"), ("app.js", "javascript")):
                 asset = browser.get(f"/static/dashboard/{name}")
