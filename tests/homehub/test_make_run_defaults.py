@@ -100,3 +100,14 @@ def test_the_generated_key_is_kept_once_and_shared(tmp_path):
     assert os.listdir(second) == [SECRET_KEY_FILE]  # no temporary file left
     assert kept_secret_key([unwritable, second]) == (key, path)  # every process, every start
     assert kept_secret_key([unwritable]) is None
+
+
+def test_without_a_state_folder_for_the_key_check_warns(tmp_path):
+    (tmp_path / "file").write_text("")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")}
+    env["HOMEHUB_STATE_DIR"] = str(tmp_path / "file" / "state")  # nobody can write there
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "homehub.W001" in done.stderr and "logins end when it stops" in done.stderr
