@@ -373,7 +373,7 @@ CONTENT_SECURITY_POLICY = {
         "default-src": ["'self'"],
         "script-src": ["'self'"],
         "style-src": ["'self'"],
-        "img-src": ["'self'", "data:"],
+        "img-src": ["'self'", "data:"],  # Swagger UI's stylesheet draws some icons as data: images
         "connect-src": ["'self'"],
         "object-src": ["'none'"],
         "base-uri": ["'none'"],
