@@ -9,6 +9,8 @@ from typing import Any
 from django.conf import settings
 from django.core import checks
 
+from common.origins import parse_origin
+
 
 @checks.register(checks.Tags.security)
 def secret_key_kept(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
@@ -24,4 +26,18 @@ def secret_key_kept(app_configs: Any = None, **kwargs: Any) -> list[checks.Check
             hint="Set HOMEHUB_STATE_DIR to a writable folder, or set DJANGO_SECRET_KEY.",
             id="homehub.W001",
         )
+    ]
+
+
+@checks.register(checks.Tags.security)
+def allowed_origins_are_origins(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """An MCP_ALLOWED_ORIGINS entry that is no `scheme://host[:port]` would never match."""
+    return [
+        checks.Warning(
+            f"MCP_ALLOWED_ORIGINS entry {entry!r} is not an origin and allows nothing.",
+            hint="Write each as scheme://host[:port], e.g. https://agent.example.",
+            id="homehub.W002",
+        )
+        for entry in settings.MCP_ALLOWED_ORIGINS
+        if parse_origin(entry) is None
     ]
