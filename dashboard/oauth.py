@@ -5,6 +5,7 @@ here (the MCP engine imports no app)."""
 
 from __future__ import annotations
 
+from csp.decorators import csp_replace
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
@@ -19,6 +20,9 @@ from mcp_endpoint.oauth import consent, grants
 DASHBOARD = Event.Interface.DASHBOARD
 
 
+# The answer redirects the browser to the app's redirect URI: a form-action of 'self' would
+# stop that redirect.
+@csp_replace({"form-action": None})
 @login_required
 @require_http_methods(["GET", "POST"])
 def authorize(request: HttpRequest) -> HttpResponse:

@@ -9,11 +9,12 @@ costs the copy, never the password.
 
 from __future__ import annotations
 
-import os
-import tempfile
+import ipaddress
 from pathlib import Path
 
 from django.conf import settings
+
+from homehub.state import write_private
 
 PASSWORD_FILE = ".homehub-admin-password"
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8000  # `manage.py serve`'s
@@ -37,24 +38,44 @@ def dashboard_url(host: str | None = None, port: int | None = None) -> str:
     return local_url(host or DEFAULT_HOST, port or DEFAULT_PORT) + "/"
 
 
+def on_loopback(host: str) -> bool:
+    """Whether a hub listening on `host` is reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a host name: whatever it resolves to
+        return False
+
+
+def exposure_notice(host: str, port: int) -> str:
+    """What `serve` says first: where the hub listens and who can reach it over plain HTTP."""
+    if host in {"0.0.0.0", "::", ""}:
+        where = f"on every network interface of this machine, port {port} ({local_url(host, port)}/ here)"
+    else:
+        where = f"at http://{f'[{host}]' if ':' in host else host}:{port}/"
+    if on_loopback(host):
+        return (
+            f"HomeHub serves plain HTTP {where}, on this machine only. It is not for the internet "
+            "without TLS in front (docs/DEPLOY.md)."
+        )
+    return (
+        f"WARNING: HomeHub serves plain HTTP {where}, reachable from other machines: anyone on "
+        "the network can reach its login page and read what travels to it, passwords and "
+        "sessions included. Never expose it to the internet like this: put it behind TLS "
+        "(docs/DEPLOY.md), or serve on 127.0.0.1."
+    )
+
+
 def keep_password(password: str) -> Path:
     """Write `password` (mode 600 from the start) into the first state folder that takes it.
     Raises OSError naming each folder's refusal when none does."""
     refusals = []
     for folder in map(Path, settings.HOMEHUB_STATE_DIRS):
         try:
-            fd, tmp = tempfile.mkstemp(prefix=f"{PASSWORD_FILE}-", dir=folder)
+            return write_private(folder, PASSWORD_FILE, password + "\n")
         except OSError as exc:
             refusals.append(f"{folder}: {exc.strerror or exc}")
-            continue
-        try:
-            with os.fdopen(fd, "w") as fh:
-                fh.write(password + "\n")
-            os.replace(tmp, folder / PASSWORD_FILE)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return folder / PASSWORD_FILE
     raise OSError("; ".join(refusals) or "no state folder is configured")
 
 

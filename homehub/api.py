@@ -4,7 +4,7 @@ Authentication: the Django session (the dashboard's login; unsafe methods need t
 token) or `Authorization: Bearer <token>` with the MCP tokens and their scopes (`read` for
 GETs, `control` for changes, `fel` for invoices, `devices` for agents' tools). A logged-in
 user holds every scope. The routers check scopes with `common.rest.need`. Errors are JSON:
-`{"detail": ...}`.
+`{"detail": ...}`. The docs (/api/docs) and the schema (/api/openapi.json) need a login.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 
 from django.conf import settings
+from django.contrib.auth.decorators import login_required
 from django.core.exceptions import RequestDataTooBig, TooManyFilesSent
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
@@ -62,6 +63,8 @@ api = NinjaAPI(
     ),
     auth=[TokenAuth(), UserSession()],
     urls_namespace="api",
+    # The docs and the schema describe every door of the home: for people who log in.
+    docs_decorator=login_required,
 )
 
 

@@ -6,3 +6,6 @@ class HomehubConfig(AppConfig):
 
     name = "homehub"
     verbose_name = "HomeHub"
+
+    def ready(self) -> None:
+        from homehub import checks  # noqa: F401  (registers the checks)

@@ -61,10 +61,17 @@ def exposition() -> bytes:
     return generate_latest(registry)
 
 
+def closed() -> bool:
+    """Neither a scrape token nor METRICS_PUBLIC: nobody may read the figures (they name the
+    tools, devices and endpoints of the home)."""
+    return not settings.METRICS_TOKEN and not settings.METRICS_PUBLIC
+
+
 def authorized(header: str | None) -> bool:
-    """Anyone when METRICS_TOKEN is unset; else `Authorization: Bearer <METRICS_TOKEN>`."""
+    """`Authorization: Bearer <METRICS_TOKEN>` when a token is set; else anyone if
+    METRICS_PUBLIC; else nobody."""
     expected = settings.METRICS_TOKEN
     if not expected:
-        return True
+        return bool(settings.METRICS_PUBLIC)
     scheme, _, given = (header or "").partition(" ")
     return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), expected.encode())

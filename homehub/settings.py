@@ -6,6 +6,7 @@ the embedded defaults need nothing installed (SQLite, the database channel layer
 
 import os
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -24,9 +25,8 @@ def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
-DEBUG = env_bool("DJANGO_DEBUG", True)
-DEVELOPMENT_SECRET_KEY = "django-insecure-homehub-development-key-change-me"
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", DEVELOPMENT_SECRET_KEY)
+# Off unless asked for: a debug page shows the settings to whoever reaches the hub.
+DEBUG = env_bool("DJANGO_DEBUG", False)
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver")
 
 INSTALLED_APPS = [
@@ -51,9 +51,12 @@ INSTALLED_APPS = [
     "dashboard",
     "homehub",  # the commands that run the hub: serve, ensure_admin, healthz
     "ninja",  # serves the API docs' scripts itself (no CDN)
+    "axes",  # login throttling: failed attempts and lockouts, in the database
+    "csp",  # the Content-Security-Policy header on every page
 ]
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",  # the dashboard's static files, served by the hub
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -61,6 +64,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # answers a locked-out login with its page (last, as axes asks)
 ]
 
 ROOT_URLCONF = "homehub.urls"
@@ -168,12 +172,30 @@ MQTT_BROADCAST_SECONDS = float(os.environ.get("MQTT_BROADCAST_SECONDS", 1.0))
 MQTT_IN_PROCESS = env_bool("MQTT_IN_PROCESS", True)
 
 # --- State outside the database ------------------------------------------------------------
-# Where the hub may keep a file of its own (today: the copy of the first admin's password that
-# `ensure_admin` prints), the first writable one wins: HOMEHUB_STATE_DIR when set; otherwise
-# the project folder (development), then /var/lib/homehub (a deployment's read-only code
-# folder refuses it). An existing folder: none is created.
+# Where the hub may keep a file of its own (the copy of the first admin's password that
+# `ensure_admin` prints, the generated secret key), the first writable one wins:
+# HOMEHUB_STATE_DIR when set; otherwise the project folder (development), then
+# /var/lib/homehub (a deployment's read-only code folder refuses it). An existing folder: none
+# is created.
 HOMEHUB_STATE_DIR = os.environ.get("HOMEHUB_STATE_DIR", "")
 HOMEHUB_STATE_DIRS = [Path(HOMEHUB_STATE_DIR)] if HOMEHUB_STATE_DIR else [BASE_DIR, Path("/var/lib/homehub")]
+
+# DJANGO_SECRET_KEY (a deployment's processes share it through their environment file); unset,
+# a key generated once and kept in the state folder (mode 600) beside the password's copy, the
+# same for every process and every restart of this hub. When no state folder takes it, a key
+# for this process alone: sessions then end with it (`manage.py check` warns).
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
+SECRET_KEY_FILE: Path | None = None
+if not SECRET_KEY:
+    from homehub.state import kept_secret_key
+
+    _kept = kept_secret_key(HOMEHUB_STATE_DIRS)
+    if _kept:
+        SECRET_KEY, SECRET_KEY_FILE = _kept
+    else:
+        import secrets
+
+        SECRET_KEY = secrets.token_urlsafe(50)
 
 # --- FEL --------------------------------------------------------------------------------
 FEL_ROOT = Path(os.environ.get("FEL_ROOT", BASE_DIR / "data")).resolve()
@@ -207,6 +229,25 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Login throttling (django-axes) on every password form (the dashboard's, the admin's; the
+# OAuth consent page logs in through the dashboard's): after LOGIN_FAILURE_LIMIT failed
+# attempts for one username from one address, that pair is refused, the right password
+# included, for LOGIN_COOLOFF_SECONDS; further attempts meanwhile do not prolong it. Counted in
+# the database, so every process of the hub agrees. The lockout is in the audit trail
+# (dashboard.lockouts). Behind nginx the address is the client's (daphne --proxy-headers).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", 5))
+AXES_COOLOFF_TIME = timedelta(seconds=float(os.environ.get("LOGIN_COOLOFF_SECONDS", 900)))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_LOCKOUT_TEMPLATE = "dashboard/locked_out.html"
+AXES_VERBOSE = False
+# No row per successful login (nothing would prune them); failed attempts lapse with the cool-off.
+AXES_DISABLE_ACCESS_LOG = True
 LOGIN_URL = "dashboard:login"
 LOGIN_REDIRECT_URL = "dashboard:home"
 
@@ -225,8 +266,9 @@ LOGGING = {
     "root": {"handlers": ["stderr"], "level": os.environ.get("HOMEHUB_LOG_LEVEL", "INFO")},
     # The device listener's embedded broker logs every connection and state change at INFO;
     # the listener logs what matters (devices refused, silent, offline) itself. oauthlib logs
-    # the tokens it issues at DEBUG: never, whatever HOMEHUB_LOG_LEVEL says.
-    "loggers": {name: {"level": "WARNING"} for name in ("amqtt", "transitions", "oauthlib")},
+    # the tokens it issues at DEBUG: never, whatever HOMEHUB_LOG_LEVEL says. django-axes says
+    # INFO at every login and logout; its warnings (failed logins, lockouts) stay.
+    "loggers": {name: {"level": "WARNING"} for name in ("amqtt", "transitions", "oauthlib", "axes")},
 }
 
 # --- MCP --------------------------------------------------------------------------------
@@ -321,47 +363,61 @@ if REDIS_URL:
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
-# --- Production (DJANGO_DEBUG=0): secrets, HTTPS, headers, static files, health, metrics -----
+# --- Web security: secrets, HTTPS, headers, static files, health, metrics -------------------
 # Kept in one block; docs/DEPLOY.md explains each setting and deploy/homehub.env.example sets
-# them for a hub behind nginx. With DEBUG on (`make run`, the tests) nothing here applies
-# beyond the health and metrics settings.
-if not DEBUG and SECRET_KEY == DEVELOPMENT_SECRET_KEY:
-    from django.core.exceptions import ImproperlyConfigured
-
-    raise ImproperlyConfigured(
-        "DJANGO_SECRET_KEY is required when DJANGO_DEBUG is off (the development key is public): "
-        "generate one with `python -c 'import secrets; print(secrets.token_urlsafe(50))'`"
-    )
+# them for a hub behind nginx. Every HTTPS-only setting is off unless the operator turns it on
+# (`make run` and the tests serve plain HTTP on loopback), whatever DJANGO_DEBUG says.
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")  # e.g. https://hub.example.org
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+# Content-Security-Policy on every page (django-csp): scripts, styles, fonts and images from the
+# hub itself only, none inline (no template or script of the hub, the admin or the API docs
+# needs one), so an injected <script> or style attribute does not run; the page's requests,
+# WebSockets included, only to the hub; never in a frame; forms post only to the hub (the OAuth
+# consent page, whose answer redirects to the app, lifts that: dashboard.oauth).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],  # Swagger UI's stylesheet draws some icons as data: images
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+    }
+}
 # "X-Forwarded-Proto: https": trust this header from the proxy in front (nginx sets it and
 # clients cannot); empty when nothing sits in front. Never set it without such a proxy.
 _proxy_ssl_header = os.environ.get("DJANGO_SECURE_PROXY_SSL_HEADER", "")
 if _proxy_ssl_header:
     _header, _, _value = _proxy_ssl_header.partition(":")
     SECURE_PROXY_SSL_HEADER = ("HTTP_" + _header.strip().upper().replace("-", "_"), _value.strip())
-if DEBUG:
-    WHITENOISE_USE_FINDERS = True  # straight from the apps' static/ folders, no collectstatic
-else:
-    SESSION_COOKIE_SECURE = True
-    CSRF_COOKIE_SECURE = True
-    SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", True)
-    # Probes and scrapers ask daphne itself over loopback HTTP: no redirect for them.
-    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
-    SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_HSTS_SECONDS", 31536000))
-    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", True)
-    SECURE_HSTS_PRELOAD = env_bool("DJANGO_HSTS_PRELOAD", False)
-    # `collectstatic` writes hashed, compressed copies; WhiteNoise serves them cached forever.
+# Session and CSRF cookies only over HTTPS.
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", False)
+# Probes and scrapers ask daphne itself over loopback HTTP: no redirect for them.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
+SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_HSTS_SECONDS", 0))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_HSTS_PRELOAD", False)
+if env_bool("DJANGO_STATIC_COLLECTED", False):
+    # `collectstatic` wrote hashed, compressed copies to STATIC_ROOT; WhiteNoise serves them
+    # cached forever.
     STORAGES = {
         "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
         "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
     }
+else:
+    WHITENOISE_USE_FINDERS = True  # straight from the apps' static/ folders, no collectstatic
 # /healthz: also require a running MQTT worker linked to the broker (0 for a hub without MQTT).
 HEALTHZ_CHECK_MQTT = env_bool("HEALTHZ_CHECK_MQTT", True)
-# /metrics: when set, scrapers must send `Authorization: Bearer <METRICS_TOKEN>`.
+# /metrics: scrapers send `Authorization: Bearer <METRICS_TOKEN>`; without a token, open to
+# anyone only with METRICS_PUBLIC, else closed (403).
 METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
+METRICS_PUBLIC = env_bool("METRICS_PUBLIC", False)
 
 # --- Limits ------------------------------------------------------------------------------------
 # Every bound on what a client, a device or a sensor may ask of the hub, in one place.

@@ -23,9 +23,19 @@ async def healthz(request: HttpRequest) -> JsonResponse:
 @never_cache
 @require_GET
 def metrics(request: HttpRequest) -> HttpResponse:
-    """Prometheus metrics; with METRICS_TOKEN set, only for `Authorization: Bearer <token>`."""
+    """Prometheus metrics: for `Authorization: Bearer <METRICS_TOKEN>`, or anyone with
+    METRICS_PUBLIC; closed (403) with neither."""
+    if prometheus.closed():
+        return HttpResponse(
+            "metrics are closed: set METRICS_TOKEN (scrapers send Authorization: Bearer <token>) "
+            "or METRICS_PUBLIC=1\n",
+            status=403,
+            content_type="text/plain",
+        )
     if not prometheus.authorized(request.headers.get("authorization")):
-        response = HttpResponse("metrics need Authorization: Bearer <METRICS_TOKEN>\n", status=401)
+        response = HttpResponse(
+            "metrics need Authorization: Bearer <METRICS_TOKEN>\n", status=401, content_type="text/plain"
+        )
         response["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response
     return HttpResponse(prometheus.exposition(), content_type=CONTENT_TYPE_LATEST)

@@ -67,6 +67,9 @@ def live_env(transactional_db):
     # would share its topics and its default client id): a port where nothing listens, unless
     # the test hands its hub a private broker.
     env["MQTT_URL"] = f"mqtt://127.0.0.1:{free_port()}"
+    # Tests scrape their hubs' /metrics without a token (tests/homehub/test_metrics.py checks
+    # that it is closed by default, and the token).
+    env["METRICS_PUBLIC"] = "1"
     return env
 
 

@@ -1,7 +1,8 @@
 """A local WebSocket server playing xiaozhi's MCP endpoint (`wss://api.xiaozhi.me/mcp/?token=…`):
 the hub connects to it and it is the MCP *client* on each connection, as the xiaozhi cloud is
 for a voice assistant. Connections with another token are refused (HTTP 401), as xiaozhi
-refuses them."""
+refuses them. `in_path`: the token is the URL's last path segment (`/mcp/<token>/`), as some
+self-hosted servers have it."""
 
 from __future__ import annotations
 
@@ -22,8 +23,9 @@ LOGGER = "tests.xiaozhi"
 
 
 class FakeXiaozhi:
-    def __init__(self, token: str = TOKEN) -> None:
+    def __init__(self, token: str = TOKEN, *, in_path: bool = False) -> None:
         self.token = token
+        self.in_path = in_path
         self.connections: asyncio.Queue[ServerConnection] = asyncio.Queue()
         self.accepted = 0
         self.refused = 0
@@ -32,6 +34,8 @@ class FakeXiaozhi:
 
     @property
     def url(self) -> str:
+        if self.in_path:
+            return f"ws://127.0.0.1:{self.port}/mcp/{self.token}/"
         return f"ws://127.0.0.1:{self.port}/mcp/?token={self.token}"
 
     async def __aenter__(self) -> FakeXiaozhi:
@@ -51,7 +55,11 @@ class FakeXiaozhi:
         await self.server.wait_closed()
 
     def _check(self, connection: ServerConnection, request: Request) -> Response | None:
-        given = parse_qs(urlsplit(request.path).query).get("token", [""])[0]
+        parts = urlsplit(request.path)
+        if self.in_path:
+            given = parts.path.strip("/").rpartition("/")[2]
+        else:
+            given = parse_qs(parts.query).get("token", [""])[0]
         if given != self.token:
             self.refused += 1
             return connection.respond(HTTPStatus.UNAUTHORIZED, "invalid token\n")

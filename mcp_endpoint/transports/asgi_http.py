@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.http.request import split_domain_port, validate_host
 
+from common import origins
 from mcp_endpoint import jsonrpc
 
 # ASGI as these transports speak it: the events are plain dicts.
@@ -89,42 +89,12 @@ async def respond_json(
     await respond(send, status, body, headers, "application/json")
 
 
-def host_allowed(host: str | None) -> bool:
-    """The `Host` header names the hub: one of ALLOWED_HOSTS, checked as Django checks it.
-
-    Against DNS rebinding: a page on evil.example that resolves to the hub sends
-    `Host: evil.example` (and a matching Origin). Requests without a Host pass.
-    """
-    if not host:
-        return True
-    allowed = settings.ALLOWED_HOSTS or (
-        ["localhost", ".localhost", "127.0.0.1", "[::1]"] if settings.DEBUG else []
+def origin_allowed(request: Request) -> bool:
+    """For `/mcp`, `/ws/mcp/` and their CORS: no Origin (no browser), the hub's own origin, or
+    one of MCP_ALLOWED_ORIGINS, each compared by scheme, host and port."""
+    return origins.origin_allowed(
+        request.headers.get("origin"),
+        host=request.headers.get("host"),
+        scheme=origins.request_scheme(request.scheme, request.headers),
+        trusted=settings.MCP_ALLOWED_ORIGINS,
     )
-    domain, _port = split_domain_port(host)
-    return bool(domain) and validate_host(domain, allowed)
-
-
-def origin_allowed(origin: str | None, host: str | None) -> bool:
-    """A browser's `Origin` must be the hub itself or one named in MCP_ALLOWED_ORIGINS.
-
-    Requests without an Origin (non-browser clients) pass; this check exists against
-    DNS-rebinding and cross-site pages, which always send one.
-    """
-    if not origin:
-        return True
-    if origin in settings.MCP_ALLOWED_ORIGINS:
-        return True
-    _, _, netloc = origin.partition("://")
-    if not netloc or origin == "null":
-        return False
-    if host and netloc.lower() == host.lower() and host_allowed(host):
-        return True
-    hostname = netloc.rsplit(":", 1)[0] if not netloc.endswith("]") else netloc
-    hostname = hostname.lower()
-    for allowed in settings.ALLOWED_HOSTS:
-        allowed = allowed.lower()
-        if allowed == "*":
-            continue
-        if hostname == allowed or (allowed.startswith(".") and hostname.endswith(allowed)):
-            return True
-    return False

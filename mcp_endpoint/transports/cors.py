@@ -33,7 +33,7 @@ def with_cors(app: AsgiApp) -> AsgiApp:
             return
         request = Request.from_scope(scope)
         origin = request.headers["origin"]
-        if not origin_allowed(origin, request.headers.get("host")):
+        if not origin_allowed(request):
             await app(scope, receive, send)
             return
         if request.method == "OPTIONS" and "access-control-request-method" in request.headers:

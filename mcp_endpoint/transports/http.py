@@ -22,6 +22,7 @@ from typing import Any, TypeGuard
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
+from common.origins import host_allowed
 from mcp_endpoint import http_sessions, jsonrpc, sse_store
 from mcp_endpoint.db_upkeep import tidy_connections
 from mcp_endpoint.jsonrpc import JsonRpcError
@@ -44,7 +45,6 @@ from mcp_endpoint.transports.asgi_http import (
     AsgiSend,
     BodyTooLarge,
     Request,
-    host_allowed,
     origin_allowed,
     read_body,
     respond,
@@ -86,7 +86,7 @@ class StreamableHttpApp:
         if not host_allowed(request.headers.get("host")):
             await respond_json(send, 403, _error_body(jsonrpc.INVALID_REQUEST, "Forbidden: host not allowed"))
             return
-        if not origin_allowed(request.headers.get("origin"), request.headers.get("host")):
+        if not origin_allowed(request):
             await respond_json(
                 send, 403, _error_body(jsonrpc.INVALID_REQUEST, "Forbidden: origin not allowed")
             )

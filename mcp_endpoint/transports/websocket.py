@@ -39,7 +39,7 @@ class McpWebSocketConsumer(AsyncWebsocketConsumer):
 
     async def connect(self) -> None:
         request = Request.from_scope(self.scope)
-        if not origin_allowed(request.headers.get("origin"), request.headers.get("host")):
+        if not origin_allowed(request):
             await self.close(code=4403)
             return
         raw = bearer_token(request.headers.get("authorization"))

@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from devices.home import selectors, services
-from tests.dashboard.test_dashboard_browser import browser, log_in, owner  # noqa: F401 (fixtures)
+from tests.dashboard.test_dashboard_browser import browser, csp_violations, log_in, owner  # noqa: F401 (fixtures)
 from tests.mcp_endpoint.test_confirmation_live import sdk_call
 
 pytestmark = [pytest.mark.browser, pytest.mark.live]
@@ -23,11 +23,13 @@ def test_a_request_shows_live_and_is_approved_in_the_browser(daphne_server, owne
     token = make_token(name="assistant")
     context = browser.new_context()
     home = context.new_page()
+    home_violations = csp_violations(home)
     log_in(home, base)
     requests_page = context.new_page()
+    requests_violations = csp_violations(requests_page)
     requests_page.goto(base + "/requests/")
     for page in (home, requests_page):
-        page.wait_for_function("document.body.dataset.socket === 'up'")
+        page.wait_for_function("() => document.body.dataset.socket === 'up'")
         page.evaluate("window.notReloaded = true")
     assert home.locator(BANNER).count() == 0
 
@@ -49,4 +51,5 @@ def test_a_request_shows_live_and_is_approved_in_the_browser(daphne_server, owne
     home.wait_for_selector(BANNER, state="detached", timeout=10_000)
     assert home.evaluate("window.notReloaded") is True
     assert "Approved by maria" in requests_page.locator("#requests-recent").inner_text()
+    assert home_violations == requests_violations == []
     context.close()

@@ -3,6 +3,7 @@
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from devices.agents.models import Agent, AgentTool
@@ -200,7 +201,11 @@ def test_events_filtered_and_paginated(client, home):
     ] == {"on": False}
 
 
-def test_openapi_and_docs(client):
+def test_openapi_and_docs_need_a_login(client, db):
+    for path in ("/api/openapi.json", "/api/docs"):
+        refused = client.get(path)
+        assert refused.status_code == 302 and refused["location"].startswith("/login/?next=/api/")
+    client.force_login(User.objects.create_user("reader", password="pw-for-tests-only"))
     schema = client.get("/api/openapi.json").json()
     for path in [
         "/api/lights",

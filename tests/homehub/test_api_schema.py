@@ -11,16 +11,22 @@ from tests.fel_support import make_root
 
 
 @pytest.fixture
-def api_schema(db):
+def api_schema(db, django_user_model):
     from django.core import signals
     from django.core.wsgi import get_wsgi_application
     from django.db import close_old_connections
+    from django.test import Client
+
+    browser = Client()  # the schema is for people who log in
+    browser.force_login(django_user_model.objects.create_user("reader", password="pw-for-tests-only"))
+    loaded = schemathesis.openapi.from_dict(browser.get("/api/openapi.json").json())
+    loaded.app, loaded.location = get_wsgi_application(), "/api/openapi.json"
 
     # As Django's test client does: requests must not close the test's connection.
     signals.request_started.disconnect(close_old_connections)
     signals.request_finished.disconnect(close_old_connections)
     try:
-        yield schemathesis.openapi.from_wsgi("/api/openapi.json", get_wsgi_application())
+        yield loaded
     finally:
         signals.request_started.connect(close_old_connections)
         signals.request_finished.connect(close_old_connections)

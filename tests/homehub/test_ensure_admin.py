@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from django.contrib.auth import authenticate, get_user_model
 from django.core.management import call_command
+from django.test import RequestFactory
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.django_db
@@ -35,6 +36,11 @@ def run(*args: str) -> tuple[str, str]:
     return out.getvalue(), err.getvalue()
 
 
+def logs_in(password: str) -> bool:
+    """The account `admin` logs in with `password` (as the login form asks, with its request)."""
+    return authenticate(RequestFactory().post("/login/"), username="admin", password=password) is not None
+
+
 def printed_password(out: str) -> str:
     return re.search(r"with password: (\S+)", out).group(1)
 
@@ -45,7 +51,7 @@ def test_password_printed_and_kept_in_the_first_writable_state_folder(settings, 
     settings.HOMEHUB_STATE_DIRS = [project, tmp_path]
     out, err = run()
     password = printed_password(out)
-    assert authenticate(username="admin", password=password) is not None
+    assert logs_in(password)
     kept = project / ".homehub-admin-password"
     assert kept.read_text() == password + "\n" and stat.S_IMODE(kept.stat().st_mode) == 0o600
     assert f"kept in {kept}" in out and err == ""
@@ -62,14 +68,14 @@ def test_read_only_project_folder_keeps_the_copy_in_the_state_folder(settings, t
     out, err = run()
     password = printed_password(out)
     assert (state / ".homehub-admin-password").read_text().strip() == password
-    assert err == "" and authenticate(username="admin", password=password) is not None
+    assert err == "" and logs_in(password)
 
 
 def test_no_writable_folder_costs_the_copy_not_the_password(settings, unwritable):
     settings.HOMEHUB_STATE_DIRS = [unwritable]
     out, err = run()
     password = printed_password(out)
-    assert authenticate(username="admin", password=password) is not None
+    assert logs_in(password)
     assert "No copy of the password was kept" in err and "HOMEHUB_STATE_DIR" in err
     assert str(unwritable) in err
     again, _ = run()
@@ -86,7 +92,7 @@ def test_an_account_whose_password_could_not_be_printed_is_not_kept(settings, tm
         call_command("ensure_admin", stdout=ClosedTerminal())
     assert not get_user_model().objects.exists()
     assert not (tmp_path / ".homehub-admin-password").exists()
-    assert authenticate(username="admin", password=printed_password(run()[0])) is not None
+    assert logs_in(printed_password(run()[0]))
 
 
 def test_a_chosen_password_is_not_written_anywhere(settings, tmp_path, monkeypatch):
@@ -136,5 +142,5 @@ def test_as_a_deployment_runs_it(live_env, tmp_path, unwritable):
     assert proc.returncode == 0, proc.stderr
     assert "Log in at http://127.0.0.1:8001/ as admin" in proc.stdout
     assert "No copy of the password was kept" in proc.stderr
-    assert authenticate(username="admin", password=printed_password(proc.stdout)) is not None
+    assert logs_in(printed_password(proc.stdout))
     assert (in_project.stat().st_mtime_ns if in_project.exists() else None) == before  # not written

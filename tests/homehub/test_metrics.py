@@ -108,7 +108,7 @@ def test_processes_share_figures_and_telemetry_is_counted(live_env, make_token, 
             for _ in range(3):
                 assert "result" in tool_call(first, token, session, "get_presence", {})
 
-            assert httpx.get(second + "/metrics").status_code == 401
+            assert httpx.get(second + "/metrics").status_code == 401  # METRICS_PUBLIC is no way round it
             assert (
                 httpx.get(second + "/metrics", headers={"Authorization": "Bearer wrong"}).status_code == 401
             )
@@ -131,3 +131,13 @@ def test_processes_share_figures_and_telemetry_is_counted(live_env, make_token, 
                 lambda: (f := scrape(second, "scrape-secret"))[rejected] == 2 and f, what="two rejections"
             )
             assert figures[("homehub_telemetry_readings_ingested_total", ())] == 5
+
+
+def test_metrics_are_closed_unless_a_token_or_metrics_public_opens_them(live_env):
+    closed = {k: v for k, v in live_env.items() if k not in {"METRICS_PUBLIC", "METRICS_TOKEN"}}
+    with hub(closed) as base:
+        refused = httpx.get(base + "/metrics")
+        assert refused.status_code == 403 and "set METRICS_TOKEN" in refused.text
+        assert "homehub_" not in refused.text
+    with hub(closed, METRICS_PUBLIC="1") as base:
+        assert "homehub_mcp_http_sessions" in httpx.get(base + "/metrics").text

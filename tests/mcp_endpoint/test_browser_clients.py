@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import pytest
 
 from devices.home.models import Light
-from tests.dashboard.test_dashboard_browser import browser, log_in, owner  # noqa: F401 (fixtures)
+from tests.dashboard.test_dashboard_browser import browser, csp_violations, log_in, owner  # noqa: F401 (fixtures)
 from tests.hub_support import running_hub
 from tests.oauth_support import pkce
 
@@ -133,6 +133,7 @@ def test_a_web_agent_at_an_allowed_origin_connects_with_oauth(hub, sites, browse
 
     # The owner, logged in to the hub in this browser, consents in a tab of their own.
     tab = context.new_page()
+    violations = csp_violations(tab)
     log_in(tab, hub)
     verifier, challenge = pkce()
     query = {
@@ -151,6 +152,7 @@ def test_a_web_agent_at_an_allowed_origin_connects_with_oauth(hub, sites, browse
     tab.wait_for_url(redirect + "*")
     answer = {k: v[0] for k, v in parse_qs(urlsplit(tab.url).query).items()}
     assert answer["state"] == "s1" and answer["iss"] == hub
+    assert violations == []  # the login and consent pages, and the consent's redirect to the app
 
     called = page.evaluate(
         TOKEN_AND_CALL,

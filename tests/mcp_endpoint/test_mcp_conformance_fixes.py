@@ -8,6 +8,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from pydantic import BaseModel, Field
 
+from common.origins import host_allowed, origin_allowed
 from mcp_endpoint import jsonrpc
 from mcp_endpoint.registry import Caller, Tool, ToolContext
 from mcp_endpoint.resources import (
@@ -20,7 +21,6 @@ from mcp_endpoint.resources import (
 )
 from mcp_endpoint.session import ServerSession
 from mcp_endpoint.transports import mirrored_headers
-from mcp_endpoint.transports.asgi_http import host_allowed, origin_allowed
 from mcp_endpoint.transports.http import StreamableHttpApp
 
 
@@ -114,8 +114,19 @@ def test_dns_rebinding_host_is_refused(settings):
     assert host_allowed("127.0.0.1:8000") and host_allowed("hub.example") and host_allowed(None)
     assert not host_allowed("evil.example.com") and not host_allowed("evil.example.com:8000")
     # A rebinding page's Origin matches its own (rebound) Host: that is no longer enough.
-    assert not origin_allowed("http://evil.example.com:8000", "evil.example.com:8000")
-    assert origin_allowed("http://127.0.0.1:8000", "127.0.0.1:8000")
+    assert not origin_allowed("http://evil.example.com:8000", host="evil.example.com:8000", scheme="http")
+    assert origin_allowed("http://127.0.0.1:8000", host="127.0.0.1:8000", scheme="http")
+    # Another port or scheme of the hub's own host is another origin.
+    assert not origin_allowed("http://127.0.0.1:9999", host="127.0.0.1:8000", scheme="http")
+    assert not origin_allowed("https://127.0.0.1:8000", host="127.0.0.1:8000", scheme="http")
+    assert not origin_allowed("http://hub.example", host="hub.example", scheme="https")
+    assert origin_allowed("https://hub.example", host="hub.example:443", scheme="https")
+    assert origin_allowed(
+        "https://agent.example", host="hub.example", scheme="https", trusted=["https://agent.example:443"]
+    )
+    assert not origin_allowed(
+        "http://agent.example", host="hub.example", scheme="https", trusted=["https://agent.example"]
+    )
 
     sent = []
 

@@ -113,6 +113,10 @@ def test_status_codes(daphne_server, make_token):
 
     assert post(base, INIT, token, accept="application/json").status_code == 406
     assert post(base, INIT, token, origin="http://evil.example").status_code == 403
+    # Another port or scheme of the hub's own host is another origin.
+    port = int(base.rsplit(":", 1)[1])
+    assert post(base, INIT, token, origin=f"http://127.0.0.1:{port + 1}").status_code == 403
+    assert post(base, INIT, token, origin=base.replace("http://", "https://")).status_code == 403
     assert post(base, INIT, token, origin=base).status_code == 200
     assert post(base, INIT, token, **{"mcp-protocol-version": "1999-01-01"}).status_code == 400
     assert post(base, b'{"jsonrpc": "2.0", "id": 1, "method": ', token).status_code == 400

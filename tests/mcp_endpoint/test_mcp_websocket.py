@@ -89,6 +89,8 @@ def test_query_token_and_refusals(daphne_server, make_token):
             ("?token=hh_bad_bad", {}),
             ("", {}),
             (f"?token={token}", {"Origin": "http://evil.example"}),
+            # Another port of the hub's own host is another origin.
+            (f"?token={token}", {"Origin": f"http://127.0.0.1:{int(daphne_server.rsplit(':', 1)[1]) + 1}"}),
         ]:
             try:
                 async with connect(ws_url(daphne_server, query), additional_headers=headers) as ws:
@@ -102,7 +104,7 @@ def test_query_token_and_refusals(daphne_server, make_token):
     assert ok["result"]["serverInfo"]["name"] == "homehub"
     assert refused["error"]["code"] == -32001
     assert binary_close == 4003  # 1003's twin: daphne may not send 1003 itself
-    assert refusals == ["refused", "refused", "refused"]
+    assert refusals == ["refused", "refused", "refused", "refused"]
 
 
 def test_a_token_revoked_while_the_socket_is_open_stops_working(daphne_server, make_token):

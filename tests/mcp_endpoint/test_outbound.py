@@ -291,6 +291,37 @@ def test_a_refused_token_is_the_last_error_without_the_token_and_retried(house, 
     assert not [line for line in lines if TOKEN[::-1] in line]
 
 
+def test_a_token_in_the_path_is_masked_and_redacted_too(house, caplog, staff_client, settings):
+    """Served from its path (`/mcp/<token>/`): the Devices page, the admin, /metrics and the
+    logs show the URL with that segment masked, and never the token."""
+    settings.METRICS_PUBLIC = True
+    caplog.set_level(logging.DEBUG)
+    shown = ("/devices/", "/admin/mcp_endpoint/outboundendpoint/", "/metrics")
+
+    async def scenario():
+        async with FakeXiaozhi(in_path=True) as xiaozhi:
+            await sync_to_async(add)("hall speaker", xiaozhi.url)
+            supervisor = Supervisor()
+            await supervisor.start()
+            try:
+                await (await xiaozhi.connection()).initialize(id=1)
+                await eventually(lambda: OutboundEndpoint.objects.filter(connected=True).first())
+                return await sync_to_async(
+                    lambda: [staff_client.get(url).content.decode() for url in shown]
+                )()
+            finally:
+                await supervisor.stop()
+
+    devices, admin, metrics = async_to_sync(scenario)()
+    assert "/mcp/…/</code>" in devices and "/mcp/…/" in admin
+    assert 'homehub_mcp_endpoint_connected{endpoint="hall speaker"} 1.0' in metrics
+    assert not [page for page in (devices, admin, metrics) if TOKEN in page]
+    lines = hub_log(caplog.records)
+    assert any(line.startswith("> GET /mcp/…/ HTTP/1.1") for line in lines)  # the library's, redacted
+    assert any("hall speaker: connected to ws://127.0.0.1:" in line and "/mcp/…/" in line for line in lines)
+    assert not [line for line in lines if TOKEN in line]
+
+
 def test_urls_are_checked_masked_and_redacted():
     from django.core.exceptions import ValidationError
 
@@ -303,6 +334,14 @@ def test_urls_are_checked_masked_and_redacted():
         == "ws://…@10.0.0.5:8004/mcp/?agent=…&token=…"
     )
     assert mask_url("wss://h/mcp/") == "wss://h/mcp/"
+    assert mask_url("wss://h/api/v2/mcp/") == "wss://h/api/v2/mcp/"  # words stay
+    assert mask_url(f"wss://h/mcp/{TOKEN}/") == "wss://h/mcp/…/"  # a token in the path does not
+    assert mask_url("wss://h/ws/3f9c2a7b/call?x=1") == "wss://h/ws/…/call?x=…"
+    in_path = "wss://h/mcp/3f9c2a7b1e4d4c0b9a8f/"
+    assert (
+        redact("GET /mcp/3f9c2a7b1e4d4c0b9a8f/ failed: " + in_path, in_path)
+        == "GET /mcp/…/ failed: wss://h/mcp/…/"
+    )
     assert redact(f"failed GET /mcp/?token={TOKEN} and {url}", url) == (
         "failed GET /mcp/?token=… and wss://api.xiaozhi.me/mcp/?token=…"
     )

@@ -95,8 +95,10 @@ def test_the_admin_shows_the_url_masked_and_keeps_it_when_left_empty(staff_clien
     assert "list_lights_on, set_light_state, get_alarm_status" in new_form  # the default tools
 
 
-def test_metrics_give_each_endpoints_connection_and_calls(client, db):
+def test_metrics_give_each_endpoints_connection_and_calls(client, db, settings):
     from datetime import timedelta
+
+    settings.METRICS_PUBLIC = True
 
     from django.utils import timezone
 

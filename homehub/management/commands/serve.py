@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
 from common.mqtt.connection import BrokerConfig, BrokerConfigError
+from homehub.admin_login import exposure_notice
 
 if TYPE_CHECKING:
     from homehub.demo.runner import Demo
@@ -105,6 +106,7 @@ class Command(BaseCommand):
                 stop_demo = lambda: defer.Deferred.fromFuture(asyncio.ensure_future(demo.stop()))  # noqa: E731
                 reactor.addSystemEventTrigger("before", "shutdown", stop_demo)  # type: ignore[arg-type]
 
+        self.stderr.write(exposure_notice(host, port))
         self.stderr.write(
             f"HomeHub on http://{host}:{port}/"
             + (f" with the MQTT worker ({mqtt_url})" if worker else " (no MQTT worker here)")
