@@ -6,12 +6,13 @@ here (the MCP engine imports no app)."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from common import roles
+from dashboard.access import role_required
 from devices.audit.models import Event
 from devices.audit.services import record_event
 from mcp_endpoint.oauth import consent, grants
@@ -19,7 +20,7 @@ from mcp_endpoint.oauth import consent, grants
 DASHBOARD = Event.Interface.DASHBOARD
 
 
-@login_required
+@role_required(roles.CONNECT_APPS)
 @require_http_methods(["GET", "POST"])
 def authorize(request: HttpRequest) -> HttpResponse:
     """GET: what the client asks for, each scope a checkbox; POST: the owner's answer."""
@@ -35,7 +36,7 @@ def authorize(request: HttpRequest) -> HttpResponse:
         return render(request, "dashboard/oauth_consent.html", {"page": "connected_apps", "asked": asked})
     if request.POST.get("decision") != "allow":
         return redirect(consent.deny(uri))
-    assert isinstance(request.user, User)  # login_required
+    assert isinstance(request.user, User)  # role_required
     location, grant = consent.approve(uri, request.user, request.POST.getlist("scope"))
     if grant is not None:
         record_event(
@@ -49,7 +50,7 @@ def authorize(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-@login_required
+@role_required(roles.CONNECT_APPS)
 def connected_apps(request: HttpRequest) -> HttpResponse:
     return render(
         request, "dashboard/connected_apps.html", {"page": "connected_apps", "apps": grants.connected_apps()}
@@ -57,7 +58,7 @@ def connected_apps(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
-@login_required
+@role_required(roles.CONNECT_APPS)
 def revoke_app(request: HttpRequest, grant_id: int) -> HttpResponse:
     app = grants.revoke_app(grant_id)
     if app is None:
