@@ -346,3 +346,19 @@ def test_a_role_change_closes_the_accounts_socket():
         assert closed == {"type": "websocket.close", "code": 4000}
 
     async_to_sync(run)()
+
+
+@pytest.mark.parametrize("role", ["member", "owner"])
+def test_tokens_in_the_admin_are_for_owners(client, role):
+    """Staff with every token permission still needs the owner role to see or make tokens."""
+    from django.contrib.auth.models import Permission
+
+    staff = create_account(f"staff-{role}", "a-long-password-1", role)
+    staff.is_staff = True
+    staff.save()
+    staff.user_permissions.add(*Permission.objects.filter(codename__endswith="accesstoken"))
+    client.force_login(staff)
+    listing = client.get("/admin/mcp_endpoint/accesstoken/")
+    adding = client.get("/admin/mcp_endpoint/accesstoken/add/")
+    expected = 200 if role == "owner" else 403
+    assert (listing.status_code, adding.status_code) == (expected, expected)
