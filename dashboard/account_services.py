@@ -15,7 +15,7 @@ from datetime import datetime
 from django.contrib.auth.models import Group, User
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 
 from common import roles
@@ -84,18 +84,22 @@ def create_account(username: str, password: str, role: str, *, by: str) -> User:
         validate_password(password, user=candidate)
     except ValidationError as invalid:
         raise AccountError(" ".join(invalid.messages)) from None
-    with transaction.atomic():
-        if User.objects.filter(username=username).exists():
-            raise AccountError(f"The username '{username}' is taken.")
-        user = User.objects.create_user(username, password=password)
-        roles.assign(user, role)
-        record_event(
-            actor=by,
-            interface=DASHBOARD,
-            action="account.create",
-            target=_target(username),
-            after={"role": role},
-        )
+    taken = AccountError(f"The username '{username}' is taken.")
+    if User.objects.filter(username=username).exists():
+        raise taken
+    try:
+        with transaction.atomic():
+            user = User.objects.create_user(username, password=password)
+            roles.assign(user, role)
+            record_event(
+                actor=by,
+                interface=DASHBOARD,
+                action="account.create",
+                target=_target(username),
+                after={"role": role},
+            )
+    except IntegrityError:  # made by another request since the check
+        raise taken from None
     return user
 
 

@@ -266,6 +266,7 @@ def test_rest_with_a_session(client, home, agent, role):
     )
     assert (call.status_code != 403) is allowed(role, "member")
     assert Event.objects.filter(action="agent.call").exists() is allowed(role, "member")
+    assert (browser.get("/api/invoices").status_code == 200) is allowed(role, "member")
     events = browser.get("/api/events")
     assert events.status_code == (200 if allowed(role, "owner") else 403)
     if not allowed(role, "owner"):

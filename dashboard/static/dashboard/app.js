@@ -226,7 +226,7 @@
       try { body = JSON.parse(xhr.responseText); } catch (err) { /* not JSON */ }
       button.disabled = false;
       if (xhr.status !== 202) {
-        label.textContent = body.error || ("The upload failed (" + xhr.status + ").");
+        label.textContent = body.error || body.detail || ("The upload failed (" + xhr.status + ").");
         return;
       }
       wrap.hidden = true;
