@@ -61,7 +61,8 @@ api = NinjaAPI(
     version="1.0.0",
     description=(
         "The home (lights, alarm, presence), ESP32 agents, telemetry, the audit trail and FEL "
-        "invoices. Authenticate with the dashboard's session or `Authorization: Bearer <token>` "
+        "invoices. Authenticate with the dashboard's session (held to the account's household role: "
+        "guest, member or owner) or `Authorization: Bearer <token>` "
         "(tokens from `manage.py create_mcp_token`, scopes read, control, fel, devices)."
     ),
     auth=[TokenAuth(), UserSession()],
