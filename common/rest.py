@@ -1,5 +1,6 @@
 """What the apps' REST routers share: the scope check on the caller that `homehub.api`'s
-authentication established (a token's scopes, or every scope for a logged-in homeowner),
+authentication established (a token's scopes; for a logged-in person, their household role's
+capabilities, `common.roles`),
 bounded identifiers in paths and filters, page sizes, the error body, and naive datetimes
 read in the hub's time zone."""
 
@@ -13,6 +14,8 @@ from django.http import HttpRequest
 from django.utils import timezone
 from ninja import Path, Query, Schema
 from ninja.errors import HttpError
+
+from common import roles
 
 # Identifiers travel in paths and filters: printable text, bounded.
 Name = Annotated[str, Path(pattern=r"^[^\x00-\x1f\x7f]{1,200}$")]
@@ -33,6 +36,7 @@ class RestCaller:
     actor: str
     scopes: frozenset[str]
     by_token: bool = False  # a token's holder (a script, an LLM), not a logged-in person
+    role: str | None = None  # a logged-in person's household role; None for a token
 
 
 class Forbidden(HttpError):
@@ -48,11 +52,17 @@ def rest_caller(request: HttpRequest) -> RestCaller:
     return caller
 
 
-def need(request: HttpRequest, scope: str) -> str:
-    """Refuse (403) a caller whose token lacks `scope`; returns the actor for the audit trail."""
+def need(request: HttpRequest, scope: str, capability: str | None = None) -> str:
+    """Refuse (403) a token that lacks `scope`, or a logged-in person whose role may not do
+    `capability` (by default the one `scope` stands for: `common.roles.capability_for_scope`);
+    returns the actor for the audit trail."""
     caller = rest_caller(request)
     if scope not in caller.scopes:
         raise Forbidden(f"This token lacks the '{scope}' scope needed here.")
+    if caller.role is not None:
+        wanted = capability or roles.capability_for_scope(scope)
+        if wanted not in roles.capabilities(caller.role):
+            raise Forbidden(roles.refusal(caller.role, wanted))
     return caller.actor
 
 

@@ -5,16 +5,19 @@ The call that waits records the outcome in its audit event (approved by whom, de
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from common import roles
+from dashboard.access import forbidden, role_required
 from mcp_endpoint import confirmation
+from mcp_endpoint.models import PendingConfirmation
+from mcp_endpoint.registry import registry
 
 
 @require_GET
-@login_required
+@role_required(roles.DECIDE_REQUESTS)
 def requests(request: HttpRequest) -> HttpResponse:
     context = {
         "page": "requests",
@@ -24,9 +27,22 @@ def requests(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboard/requests.html", context)
 
 
+def needed_for(pk: int) -> str | None:
+    """What the call waiting as request `pk` needs of whoever decides it (they may decide only
+    what they could do themselves); None when there is no such request."""
+    name = PendingConfirmation.objects.filter(pk=pk).values_list("tool", flat=True).first()
+    if name is None:
+        return None
+    tool = registry.get_declared(name)
+    return roles.capability_for_tool(name, tool.scope if tool is not None else None)
+
+
 @require_POST
-@login_required
+@role_required(roles.DECIDE_REQUESTS)
 def decide(request: HttpRequest, pk: int) -> HttpResponse:
+    needed = needed_for(pk)
+    if needed is not None and not roles.can(request.user, needed):
+        return forbidden(request, needed)
     approve = request.POST.get("decision") == "approve"
     if confirmation.decide(pk, approve=approve, by=request.user.get_username()):
         done = "Approved: the action runs now." if approve else "Denied: nothing was done."
@@ -37,8 +53,8 @@ def decide(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def waiting_requests(request: HttpRequest) -> dict[str, int]:
-    """Context processor: how many requests wait, for the banner (logged-in pages only)."""
-    user = getattr(request, "user", None)
-    if user is None or not user.is_authenticated:
+    """Context processor: how many requests wait, for the banner (pages of accounts that may
+    decide them)."""
+    if not roles.can(getattr(request, "user", None), roles.DECIDE_REQUESTS):
         return {}
     return {"waiting_requests": confirmation.waiting_count()}

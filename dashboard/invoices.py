@@ -5,7 +5,6 @@ downloadable when it ends. Reads through `fel.selectors`."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
@@ -13,6 +12,8 @@ from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from common import roles
+from dashboard.access import role_required, wants_json
 from devices.audit.models import Event
 from fel import batch_jobs, selectors
 from fel.errors import FelError
@@ -23,11 +24,7 @@ RECENT_JOBS = 8
 FOLD_VALID_AFTER = 5
 
 
-def _wants_json(request: HttpRequest) -> bool:
-    return "application/json" in request.headers.get("Accept", "")
-
-
-@login_required
+@role_required(roles.USE_INVOICES)
 def invoices(request: HttpRequest) -> HttpResponse:
     """GET: the upload form, the latest batch, earlier batches, recorded invoices. POST: start a batch."""
     if request.method == "POST":
@@ -60,12 +57,12 @@ def _start_batch(request: HttpRequest) -> HttpResponse:
         except FelError as exc:
             error = str(exc)
     if error:
-        if _wants_json(request):
+        if wants_json(request):
             return JsonResponse({"error": error}, status=400)
         messages.error(request, error)
         return redirect("dashboard:invoices")
     url = reverse("dashboard:batch", args=[job.pk])
-    if _wants_json(request):
+    if wants_json(request):
         return JsonResponse({"id": job.pk, "url": url, "panel": f"{url}?partial=1"}, status=202)
     return redirect(url)
 
@@ -111,7 +108,7 @@ def _panel_context(job: BatchJob) -> dict[str, object]:
 
 
 @require_GET
-@login_required
+@role_required(roles.USE_INVOICES)
 def batch(request: HttpRequest, pk: int) -> HttpResponse:
     """One batch: its progress and per-file outcomes (`?partial=1`: the panel alone, for polling)."""
     panel = _panel_context(_job_or_404(pk))
@@ -121,7 +118,7 @@ def batch(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_GET
-@login_required
+@role_required(roles.USE_INVOICES)
 def batch_manifest(request: HttpRequest, pk: int) -> FileResponse:
     job = _job_or_404(pk)
     path = selectors.job_manifest(job)
@@ -136,7 +133,7 @@ def batch_manifest(request: HttpRequest, pk: int) -> FileResponse:
 
 
 @require_GET
-@login_required
+@role_required(roles.USE_INVOICES)
 def batch_archive(request: HttpRequest, pk: int) -> FileResponse:
     job = _job_or_404(pk)
     archive = selectors.job_archive(job)
@@ -148,7 +145,7 @@ def batch_archive(request: HttpRequest, pk: int) -> FileResponse:
 
 
 @require_GET
-@login_required
+@role_required(roles.USE_INVOICES)
 def batch_file_pdf(request: HttpRequest, pk: int, position: int) -> FileResponse:
     found = selectors.job_file_pdf(_job_or_404(pk), position)
     if found is None:
@@ -158,7 +155,7 @@ def batch_file_pdf(request: HttpRequest, pk: int, position: int) -> FileResponse
 
 
 @require_GET
-@login_required
+@role_required(roles.USE_INVOICES)
 def invoice_pdf(request: HttpRequest, pk: int) -> FileResponse:
     invoice = Invoice.objects.defer("xml").filter(pk=pk).first()
     pdf = selectors.invoice_pdf(invoice) if invoice else None

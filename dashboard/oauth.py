@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from csp.decorators import csp_replace
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from common import roles
+from dashboard.access import role_required
 from devices.audit.models import Event
 from devices.audit.services import record_event
 from mcp_endpoint.oauth import consent, grants
@@ -23,7 +24,7 @@ DASHBOARD = Event.Interface.DASHBOARD
 # The answer redirects the browser to the app's redirect URI: a form-action of 'self' would
 # stop that redirect.
 @csp_replace({"form-action": None})
-@login_required
+@role_required(roles.CONNECT_APPS)
 @require_http_methods(["GET", "POST"])
 def authorize(request: HttpRequest) -> HttpResponse:
     """GET: what the client asks for, each scope a checkbox; POST: the owner's answer."""
@@ -39,7 +40,7 @@ def authorize(request: HttpRequest) -> HttpResponse:
         return render(request, "dashboard/oauth_consent.html", {"page": "connected_apps", "asked": asked})
     if request.POST.get("decision") != "allow":
         return redirect(consent.deny(uri))
-    assert isinstance(request.user, User)  # login_required
+    assert isinstance(request.user, User)  # role_required
     location, grant = consent.approve(uri, request.user, request.POST.getlist("scope"))
     if grant is not None:
         record_event(
@@ -53,7 +54,7 @@ def authorize(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-@login_required
+@role_required(roles.CONNECT_APPS)
 def connected_apps(request: HttpRequest) -> HttpResponse:
     return render(
         request, "dashboard/connected_apps.html", {"page": "connected_apps", "apps": grants.connected_apps()}
@@ -61,7 +62,7 @@ def connected_apps(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
-@login_required
+@role_required(roles.CONNECT_APPS)
 def revoke_app(request: HttpRequest, grant_id: int) -> HttpResponse:
     app = grants.revoke_app(grant_id)
     if app is None:

@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from dashboard import confirmations, invoices, oauth, views
+from dashboard import accounts, confirmations, invoices, oauth, views
 
 app_name = "dashboard"
 
@@ -32,4 +32,8 @@ urlpatterns = [
     path("requests/<int:pk>/", confirmations.decide, name="decide_request"),
     path("connected-apps/", oauth.connected_apps, name="connected_apps"),
     path("connected-apps/<int:grant_id>/revoke/", oauth.revoke_app, name="revoke_app"),
+    path("accounts/", accounts.accounts, name="accounts"),
+    path("accounts/add/", accounts.add_account, name="add_account"),
+    path("accounts/<str:username>/role/", accounts.change_role, name="account_role"),
+    path("accounts/<str:username>/deactivate/", accounts.deactivate, name="deactivate_account"),
 ]

@@ -10,13 +10,14 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from common import roles
+from dashboard.access import role_required, wants_json
 from dashboard.charts import NARROW, line_chart
 from dashboard.toolforms import arguments_from, fields_for
 from devices.agents import selectors as agents_reads
@@ -40,10 +41,6 @@ DASHBOARD = Event.Interface.DASHBOARD
 EVENTS_PER_PAGE = 25
 
 
-def _wants_json(request: HttpRequest) -> bool:
-    return "application/json" in request.headers.get("Accept", "")
-
-
 def _flag(value: str | None) -> bool:
     return (value or "").lower() in {"1", "true", "on", "yes"}
 
@@ -56,7 +53,7 @@ def _actor(request: HttpRequest) -> str:
 
 
 @require_GET
-@login_required
+@role_required(roles.SEE_HOME)
 def home(request: HttpRequest) -> HttpResponse:
     people = home_reads.people()
     return render(
@@ -87,16 +84,16 @@ def _change(request: HttpRequest, name: str, field: str, write) -> HttpResponse:
     try:
         write(value, actor=_actor(request), interface=DASHBOARD)
     except HomeError as exc:
-        if _wants_json(request):
+        if wants_json(request):
             return JsonResponse({"error": str(exc)}, status=404)
         raise Http404(str(exc)) from None
-    if _wants_json(request):
+    if wants_json(request):
         return JsonResponse({"name": name, field: value})
     return redirect("dashboard:home")
 
 
 @require_POST
-@login_required
+@role_required(roles.SWITCH_LIGHTS)
 def switch_light(request: HttpRequest, name: str) -> HttpResponse:
     return _change(
         request, name, "on", lambda value, **who: _call("set_light_state", who, name=name, on=value)
@@ -112,21 +109,21 @@ def set_alarm(request: HttpRequest) -> HttpResponse:
         return HttpResponse(status=405, headers={"Allow": "GET, POST"})
     armed = _flag(request.POST.get("armed"))
     if not armed and request.POST.get("confirm") != "yes":
-        if _wants_json(request):
+        if wants_json(request):
             return JsonResponse({"error": "Disarming needs confirmation (confirm=yes)."}, status=400)
         return redirect("dashboard:alarm")
     _call("set_alarm_state", {"actor": _actor(request), "interface": DASHBOARD}, armed=armed)
-    if _wants_json(request):
+    if wants_json(request):
         return JsonResponse({"armed": armed})
     messages.success(request, "Alarm armed." if armed else "Alarm disarmed.")
     return redirect("dashboard:home")
 
 
-set_alarm = login_required(set_alarm)
+set_alarm = role_required(roles.ARM_ALARM)(set_alarm)
 
 
 @require_POST
-@login_required
+@role_required(roles.MARK_PRESENCE)
 def set_presence(request: HttpRequest, name: str) -> HttpResponse:
     return _change(
         request, name, "present", lambda value, **who: services.set_person_presence(name, value, **who)
@@ -137,7 +134,7 @@ def set_presence(request: HttpRequest, name: str) -> HttpResponse:
 
 
 @require_GET
-@login_required
+@role_required(roles.SEE_HOME)
 def sensors(request: HttpRequest) -> HttpResponse:
     return render(
         request, "dashboard/sensors.html", {"page": "sensors", "sensors": telemetry_reads.latest_readings()}
@@ -145,7 +142,7 @@ def sensors(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-@login_required
+@role_required(roles.SEE_HOME)
 def sensor_detail(
     request: HttpRequest, zone: str, device_type: str, device_id: str, channel: str
 ) -> HttpResponse:
@@ -196,7 +193,7 @@ def _agents_with_forms() -> list[dict[str, Any]]:
     ]
 
 
-@login_required
+@role_required(roles.CALL_DEVICE_TOOLS)
 def devices(request: HttpRequest) -> HttpResponse:
     context: dict[str, Any] = {"page": "devices"}
     if request.method == "POST":
@@ -216,7 +213,7 @@ def devices(request: HttpRequest) -> HttpResponse:
                     result = {"result": call_agent_tool(agent_id, tool_name, arguments, caller=caller)}
                 except (CallFailed, CallRefused) as failure:
                     status, result = http_status(failure), {"error": failure.message}
-        if _wants_json(request):
+        if wants_json(request):
             return JsonResponse(result, status=status)
         context["call"] = {"agent_id": agent_id, "tool": tool_name, **result}
     elif request.method != "GET":
@@ -231,14 +228,14 @@ def devices(request: HttpRequest) -> HttpResponse:
 
 def _done(request: HttpRequest, ok: bool, message: str) -> HttpResponse:
     """A devices form's outcome: JSON (fetch), or a message on the Devices page."""
-    if _wants_json(request):
+    if wants_json(request):
         return JsonResponse({"message": message} if ok else {"error": message}, status=200 if ok else 400)
     (messages.success if ok else messages.error)(request, message)
     return redirect("dashboard:devices")
 
 
 @require_POST
-@login_required
+@role_required(roles.MANAGE_DEVICES)
 def add_device(request: HttpRequest) -> HttpResponse:
     """Bind the stock xiaozhi device showing the code typed."""
     try:
@@ -258,7 +255,7 @@ def add_device(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
-@login_required
+@role_required(roles.MANAGE_DEVICES)
 def unbind_device(request: HttpRequest) -> HttpResponse:
     agent_id = request.POST.get("agent_id", "")[:64]
     if not xiaozhi.unbind(agent_id, actor=_actor(request), interface=DASHBOARD):
@@ -270,7 +267,7 @@ def unbind_device(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-@login_required
+@role_required(roles.VIEW_ACTIVITY)
 def activity(request: HttpRequest) -> HttpResponse:
     interface = request.GET.get("interface", "")
     if interface not in Event.Interface.values:

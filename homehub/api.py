@@ -3,8 +3,9 @@
 Authentication: the Django session (the dashboard's login; unsafe methods need the CSRF
 token) or `Authorization: Bearer <token>` with the MCP tokens and their scopes (`read` for
 GETs, `control` for changes, `fel` for invoices, `devices` for agents' tools). A logged-in
-user holds every scope. The routers check scopes with `common.rest.need`. Errors are JSON:
-`{"detail": ...}`. The docs (/api/docs) and the schema (/api/openapi.json) need a login.
+person may do what their household role allows (`common.roles`). The routers check both with
+`common.rest.need`. Errors are JSON: `{"detail": ...}`. The docs (/api/docs) and the schema
+(/api/openapi.json) need a login.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError
 from ninja.security import HttpBearer, SessionAuth
 
+from common import roles
 from common.rest import RestCaller
 from devices.agents.api import router as agents_router
 from devices.audit.api import router as events_router
@@ -44,13 +46,15 @@ class TokenAuth(HttpBearer):
 
 
 class UserSession(SessionAuth):
-    """The dashboard's session: a homeowner who is logged in may do everything."""
+    """The dashboard's session: a logged-in person, held to their household role (`need`
+    checks the role's capability beside the scope, which a session always has)."""
 
     def authenticate(self, request: HttpRequest, key: str | None) -> RestCaller | None:
         user = super().authenticate(request, key)
-        if user is None:
+        role = roles.role_of(user)
+        if user is None or role is None:
             return None
-        return RestCaller(actor=user.get_username(), scopes=frozenset(scopes.names()))
+        return RestCaller(actor=user.get_username(), scopes=frozenset(scopes.names()), role=role)
 
 
 api = NinjaAPI(
@@ -58,7 +62,8 @@ api = NinjaAPI(
     version="1.0.0",
     description=(
         "The home (lights, alarm, presence), ESP32 agents, telemetry, the audit trail and FEL "
-        "invoices. Authenticate with the dashboard's session or `Authorization: Bearer <token>` "
+        "invoices. Authenticate with the dashboard's session (held to the account's household role: "
+        "guest, member or owner) or `Authorization: Bearer <token>` "
         "(tokens from `manage.py create_mcp_token`, scopes read, control, fel, devices)."
     ),
     auth=[TokenAuth(), UserSession()],

@@ -82,6 +82,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "dashboard.confirmations.waiting_requests",
+                "dashboard.access.household_role",
             ],
         },
     },

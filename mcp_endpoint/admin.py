@@ -8,6 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.decorators import method_decorator
 from django.views.decorators.debug import sensitive_post_parameters
 
+from common import roles
 from mcp_endpoint.endpoint_urls import MAX_URL_LENGTH, mask_url, validate_endpoint_url
 from mcp_endpoint.endpoints import parse_tools
 from mcp_endpoint.models import AccessToken, OAuthClient, OAuthGrant, OutboundEndpoint
@@ -52,6 +53,20 @@ class AccessTokenAdmin(admin.ModelAdmin):
     @admin.display(description="scopes")
     def scope_list(self, obj: AccessToken) -> str:
         return ", ".join(obj.scopes)
+
+    # Beside the admin's own permissions, tokens are an owner's (`common.roles`): a staff
+    # account of another household role neither sees nor makes them.
+    def has_view_permission(self, request: HttpRequest, obj: AccessToken | None = None) -> bool:
+        return roles.can(request.user, roles.MANAGE_TOKENS) and super().has_view_permission(request, obj)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return roles.can(request.user, roles.MANAGE_TOKENS) and super().has_add_permission(request)
+
+    def has_change_permission(self, request: HttpRequest, obj: AccessToken | None = None) -> bool:
+        return roles.can(request.user, roles.MANAGE_TOKENS) and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: AccessToken | None = None) -> bool:
+        return roles.can(request.user, roles.MANAGE_TOKENS) and super().has_delete_permission(request, obj)
 
     def save_model(self, request: HttpRequest, obj: AccessToken, form: AccessTokenForm, change: bool) -> None:
         if change:

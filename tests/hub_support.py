@@ -128,3 +128,15 @@ def log_in_over_http(browser: httpx.Client, username: str, password: str, *, log
     browser.get(login)
     form = {"username": username, "password": password, "csrfmiddlewaretoken": browser.cookies["csrftoken"]}
     assert browser.post(login, data=form).status_code == 302
+
+
+def create_account(username: str, password: str, role: str = "owner"):
+    """A dashboard account of household `role` (`common.roles`): an owner, who may do
+    everything, unless the test is about roles."""
+    from django.contrib.auth import get_user_model
+
+    from common import roles
+
+    user = get_user_model().objects.create_user(username, password=password)
+    roles.assign(user, role)
+    return user

@@ -9,6 +9,7 @@ from django.http import HttpRequest
 from ninja import Field, Router, Schema, Status
 from ninja.errors import HttpError
 
+from common import roles
 from common.rest import Error, Name, need, rest_caller
 from devices.agents import selectors
 from devices.agents.calls import call_agent_tool, http_status
@@ -103,7 +104,7 @@ def list_agent_tools(request: HttpRequest, agent_id: Name):
     summary="Call a tool on an online agent",
 )
 def call_tool(request: HttpRequest, agent_id: Name, tool: Name, call: ToolCall):
-    actor = need(request, "devices")
+    actor = need(request, "devices", roles.CALL_DEVICE_TOOLS)
     if selectors.agent_tool(agent_id, tool) is None:
         _agent_or_404(agent_id)
         return Status(404, {"detail": f"Agent '{agent_id}' has no tool '{tool}'."})

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from django.http import HttpRequest
 from ninja import Query, Router, Schema
 
+from common import roles
 from common.rest import Filter, Limit, Offset, need
 from devices.audit import selectors
 from devices.audit.models import Event
@@ -43,7 +44,7 @@ def list_events(
     limit: Limit = 50,
     offset: Offset = 0,
 ):
-    need(request, "read")
+    need(request, "read", roles.VIEW_ACTIVITY)
     found = selectors.events(interface=interface or "", actor=actor, target=target, action=action)
     items = list(found[offset : offset + limit])
     return {"count": found.count(), "limit": limit, "offset": offset, "items": items}

@@ -7,6 +7,7 @@ from datetime import datetime
 from django.http import HttpRequest
 from ninja import Router, Schema, Status
 
+from common import roles
 from common.rest import Error, Name, need, rest_caller
 from devices.audit.models import Event
 from devices.home import selectors, services
@@ -74,7 +75,7 @@ def get_light(request: HttpRequest, name: Name):
 
 @router.patch("/lights/{name}", response={200: LightOut, 404: Error}, summary="Switch a light on or off")
 def change_light(request: HttpRequest, name: Name, change: LightChange):
-    need(request, "control")
+    need(request, "control", roles.SWITCH_LIGHTS)
     try:
         call_tool_or_raise("set_light_state", {"name": name, "on": change.on}, _caller(request))
     except LightNotFound as exc:
@@ -96,7 +97,7 @@ def get_alarm(request: HttpRequest):
     "(MCP_CONFIRMATION_SECONDS); 403 when it is denied or not given in time.",
 )
 def change_alarm(request: HttpRequest, change: AlarmChange):
-    need(request, "control")
+    need(request, "control", roles.ARM_ALARM)
     call_tool_or_raise("set_alarm_state", {"armed": change.armed}, _caller(request))
     return selectors.alarm()
 
@@ -109,7 +110,7 @@ def list_people(request: HttpRequest):
 
 @router.patch("/people/{name}", response={200: PersonOut, 404: Error}, summary="Set a person's presence")
 def change_presence(request: HttpRequest, name: Name, change: PresenceChange):
-    actor = need(request, "control")
+    actor = need(request, "control", roles.MARK_PRESENCE)
     try:
         services.set_person_presence(name, change.present, actor=actor, interface=REST)
     except PersonNotFound as exc:

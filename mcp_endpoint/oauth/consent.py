@@ -11,9 +11,11 @@ from dataclasses import dataclass
 from urllib.parse import parse_qs, urlsplit
 
 from django.contrib.auth.models import User
+from django.core.exceptions import PermissionDenied
 from oauthlib.common import add_params_to_uri
 from oauthlib.oauth2.rfc6749 import errors
 
+from common import roles
 from mcp_endpoint import tokens
 from mcp_endpoint.models import AuthorizationCode, OAuthClient, OAuthGrant
 from mcp_endpoint.oauth.clients import shown_host
@@ -74,7 +76,10 @@ def review(uri: str) -> ConsentRequest:
 
 def approve(uri: str, owner: User, kept: list[str]) -> tuple[str, OAuthGrant | None]:
     """Where to send the owner once they allowed the request at `uri` for the scopes `kept`
-    (of those asked for), and the grant made; keeping none is denying."""
+    (of those asked for), and the grant made; keeping none is denying. Only an account whose
+    household role may connect apps (`common.roles`) may grant."""
+    if not roles.can(owner, roles.CONNECT_APPS):
+        raise PermissionDenied(roles.refusal(roles.role_of(owner), roles.CONNECT_APPS))
     asked = review(uri)
     chosen = [scope.name for scope in asked.scopes if scope.name in kept]
     if not chosen:

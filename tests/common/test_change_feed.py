@@ -11,12 +11,11 @@ import httpx
 import pytest
 from asgiref.sync import async_to_sync
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.test import Client
 from websockets.asyncio.client import connect
 
 from devices.home import services
-from tests.hub_support import running_hub
+from tests.hub_support import create_account, running_hub
 from tests.mcp_endpoint.test_mcp_http import INIT, post
 from tests.stdio_support import StdioClient
 
@@ -25,7 +24,7 @@ TARGET_SECONDS = 1.0
 
 
 def login_cookie() -> str:
-    user = get_user_model().objects.create_user("watcher", password="pw-for-tests-only")
+    user = create_account("watcher", "pw-for-tests-only")
     client = Client()
     client.force_login(user)
     return f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"

@@ -17,6 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.hub_support import create_account
+
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
 ARGS = [
@@ -52,7 +54,7 @@ def browser(monkeypatch):
 
 @pytest.fixture
 def owner(live_env, django_user_model):
-    return django_user_model.objects.create_user("maria", password=PASSWORD)
+    return create_account("maria", PASSWORD)
 
 
 def log_in(page, base):

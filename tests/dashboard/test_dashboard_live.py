@@ -7,6 +7,7 @@ from django.contrib.auth.models import AnonymousUser
 
 from dashboard.consumers import HomeConsumer
 from devices.home import services
+from tests.hub_support import create_account
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -25,7 +26,7 @@ async def _anonymous_is_refused():
 
 async def _user_receives_changes(django_user_model):
     await sync_to_async(services.seed_home)()
-    user = await sync_to_async(django_user_model.objects.create_user)("ana", password="x-long-password")
+    user = await sync_to_async(create_account)("ana", "x-long-password")
     comm = communicator(user)
     connected, _ = await comm.connect()
     assert connected

@@ -12,6 +12,7 @@ from devices.home import services
 from devices.home.models import Light
 from devices.telemetry.models import TelemetryReading
 from mcp_endpoint.tokens import create_token
+from tests.hub_support import create_account
 from tests.telemetry_support import store_readings
 
 pytestmark = pytest.mark.django_db
@@ -92,7 +93,7 @@ def test_alarm_and_people(client, home, settings, django_user_model):
     assert client.get("/api/alarm", **auth).json()["armed"] is False
     refused = Event.objects.get(action="tool.call", target="tool:set_alarm_state")
     assert refused.interface == "rest" and "not approved" in refused.after["confirmation"]
-    client.force_login(django_user_model.objects.create_user("ana", password="pw-long-enough-1"))
+    client.force_login(create_account("ana", "pw-long-enough-1"))
     assert client.patch("/api/alarm", {"armed": True}, content_type="application/json").json()["armed"]
     client.logout()
     people = client.get("/api/people", **auth).json()
@@ -115,7 +116,7 @@ def test_alarm_and_people(client, home, settings, django_user_model):
 def test_session_auth_needs_csrf_for_changes(django_user_model, home):
     from django.test import Client
 
-    user = django_user_model.objects.create_user("ana", password="pw-long-enough-1")
+    user = create_account("ana", "pw-long-enough-1")
     browser = Client(enforce_csrf_checks=True)
     browser.force_login(user)
     assert browser.get("/api/lights").status_code == 200

@@ -17,7 +17,7 @@ from asgiref.sync import async_to_sync
 from devices.audit.models import Event
 from devices.home import selectors, services
 from tests.devices_support import hub
-from tests.hub_support import log_in_over_http
+from tests.hub_support import create_account, log_in_over_http
 from tests.mcp_helpers import sdk_client
 
 pytestmark = pytest.mark.live
@@ -26,7 +26,7 @@ OWNER, PASSWORD = "ana", "pw-for-tests-only-9"
 
 @pytest.fixture
 def owner(live_env, django_user_model):
-    return django_user_model.objects.create_user(OWNER, password=PASSWORD)
+    return create_account(OWNER, PASSWORD)
 
 
 def sdk_call(base: str, token: str, name: str, arguments: dict, *, mode: str = "legacy", elicit=None):

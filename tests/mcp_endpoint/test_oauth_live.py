@@ -19,7 +19,7 @@ from mcp_endpoint import tokens
 from mcp_endpoint.models import OAuthClient, RefreshToken
 from mcp_endpoint.oauth import grants
 from tests.conftest import free_port
-from tests.hub_support import log_in_over_http, running_hub
+from tests.hub_support import create_account, log_in_over_http, running_hub
 from tests.mcp_endpoint.test_mcp_conformance import NEXT, NODE, SUITE_DIR, _suite_installed
 from tests.mcp_endpoint.test_mcp_websocket import ws_url
 from tests.mcp_helpers import call
@@ -42,7 +42,7 @@ INIT = {
 
 @pytest.fixture
 def owner(live_env, django_user_model):
-    return django_user_model.objects.create_user(OWNER, password=PASSWORD)
+    return create_account(OWNER, PASSWORD)
 
 
 class Owner:

@@ -17,6 +17,7 @@ from mcp_endpoint.models import AccessToken, OAuthClient, OAuthGrant, RefreshTok
 from mcp_endpoint.oauth import client_documents
 from mcp_endpoint.oauth.client_documents import ClientDocumentError
 from tests.conftest import free_port
+from tests.hub_support import create_account
 from tests.oauth_support import make_certificate, pkce, served_documents
 
 HUB = "http://testserver"
@@ -33,7 +34,7 @@ def _registrations_unlimited(settings):
 
 @pytest.fixture
 def owner(django_user_model):
-    return django_user_model.objects.create_user("owner", password="pw-for-tests")
+    return create_account("owner", "pw-for-tests")
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@
       headers: { "Accept": "application/json", "X-CSRFToken": csrf(form) },
     }).then(function (r) {
       return r.json().catch(function () { return {}; }).then(function (body) {
-        if (!r.ok) throw new Error(body.error || ("Request failed (" + r.status + ")"));
+        if (!r.ok) throw new Error(body.error || body.detail || ("Request failed (" + r.status + ")"));
         return body;
       });
     });
@@ -47,8 +47,9 @@
     box.classList.toggle("is-disarmed", !armed);
     document.getElementById("alarm-text").textContent = armed ? "Armed" : "Disarmed";
     document.getElementById("alarm-help").textContent = armed ? "The house is protected." : "The alarm is off.";
-    document.getElementById("arm-btn").disabled = armed;
-    document.getElementById("disarm-btn").disabled = !armed;
+    var arm = document.getElementById("arm-btn"), disarm = document.getElementById("disarm-btn");
+    if (arm) arm.disabled = armed;  // the buttons are there only for roles that may arm
+    if (disarm) disarm.disabled = !armed;
   }
 
   function setPerson(name, present) {
@@ -56,8 +57,11 @@
     if (!row) return;
     row.classList.toggle("is-home", present);
     row.querySelector(".person-state").textContent = present ? "Home" : "Away";
-    row.querySelector("input[name=present]").value = present ? "0" : "1";
-    row.querySelector("button").firstChild.textContent = present ? "Mark away" : "Mark home";
+    var input = row.querySelector("input[name=present]");  // the form: roles that may mark presence
+    if (input) {
+      input.value = present ? "0" : "1";
+      row.querySelector("button").firstChild.textContent = present ? "Mark away" : "Mark home";
+    }
     var count = document.getElementById("home-count");
     if (count) count.textContent = document.querySelectorAll(".person.is-home").length;
   }
@@ -222,7 +226,7 @@
       try { body = JSON.parse(xhr.responseText); } catch (err) { /* not JSON */ }
       button.disabled = false;
       if (xhr.status !== 202) {
-        label.textContent = body.error || ("The upload failed (" + xhr.status + ").");
+        label.textContent = body.error || body.detail || ("The upload failed (" + xhr.status + ").");
         return;
       }
       wrap.hidden = true;

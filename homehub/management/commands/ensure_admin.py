@@ -7,6 +7,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from common import roles
 from homehub.admin_login import dashboard_url, keep_password, kept_password_file
 
 
@@ -40,7 +41,8 @@ class Command(BaseCommand):
         # The account exists only once its password has reached the terminal: nothing that can
         # fail comes between, and a failed write undoes it, so running again starts afresh.
         with transaction.atomic():
-            User.objects.create_superuser("admin", "", password)
+            admin = User.objects.create_superuser("admin", "", password)
+            roles.assign(admin, roles.OWNER)  # a superuser is an owner anyway; the group says so too
             self.stdout.write(
                 self.style.SUCCESS(
                     f"Created the account 'admin'. Log in at {login_url} as admin with password: {password}"
