@@ -17,7 +17,10 @@ In front of the broker stands a gate (amqtt's "external" listener: the hub accep
 connections and hands each to the broker), for two things amqtt 0.12.1 does not do itself:
 
 - it reads the CONNECT with amqtt's own packet decoder and checks the credentials *before*
-  the broker sees the connection, then hands the broker the same bytes. The broker looks up
+  the broker sees the connection, then hands the broker the same bytes. It refuses a CONNECT
+  that carries a last will: amqtt publishes a will without the ACL's publish check, so a
+  device's will aimed at another device's delivery topic would reach that device (a forged
+  `tools/call` past every check of the hub's); stock firmware sets none. The broker looks up
   the client id's session, and takes it over from a connected client, before it
   authenticates: a connection with another device's client id and a wrong password would
   otherwise cut that device off (a persistent-session attempt disconnects it, a clean-session
@@ -42,7 +45,12 @@ from typing import Any
 from amqtt.adapters import StreamReaderAdapter, StreamWriterAdapter
 from amqtt.broker import Broker
 from amqtt.contexts import Action
-from amqtt.mqtt.connack import BAD_USERNAME_PASSWORD, UNACCEPTABLE_PROTOCOL_VERSION, ConnackPacket
+from amqtt.mqtt.connack import (
+    BAD_USERNAME_PASSWORD,
+    NOT_AUTHORIZED,
+    UNACCEPTABLE_PROTOCOL_VERSION,
+    ConnackPacket,
+)
 from amqtt.mqtt.connect import ConnectPacket
 from amqtt.mqtt.constants import QOS_0
 from amqtt.mqtt.packet import CONNECT, MQTTFixedHeader
@@ -233,12 +241,18 @@ class DeviceListener:
                 connect.client_id or "", connect.username, connect.password
             )
             refusal = BAD_USERNAME_PASSWORD
+        if identity is not None and connect.will_flag:
+            # amqtt publishes a will without asking the ACL: a device's will on another's
+            # delivery topic would command it. Stock firmware sets none, and the hub sees a
+            # device go without one, so no will is accepted, wherever it aims.
+            identity, refusal = None, NOT_AUTHORIZED
         if identity is None:
             logger.info(
-                "device listener: refused client id %r from %s (CONNACK code %d)",
+                "device listener: refused client id %r from %s (CONNACK code %d%s)",
                 connect.client_id,
                 writer.get_extra_info("peername"),
                 refusal,
+                ": the CONNECT carries a last will" if refusal == NOT_AUTHORIZED else "",
             )
             await ConnackPacket.build(0, refusal).to_stream(StreamWriterAdapter(writer))
             return None
