@@ -17,14 +17,14 @@ In front of the broker stands a gate (amqtt's "external" listener: the hub accep
 connections and hands each to the broker), for two things amqtt 0.12.1 does not do itself:
 
 - it reads the CONNECT with amqtt's own packet decoder and checks the credentials *before*
-  the broker sees the connection, then hands the broker the same bytes. It refuses a CONNECT
-  that carries a last will: amqtt publishes a will without the ACL's publish check, so a
-  device's will aimed at another device's delivery topic would reach that device (a forged
-  `tools/call` past every check of the hub's); stock firmware sets none. The broker looks up
+  the broker sees the connection, then hands the broker the same bytes. The broker looks up
   the client id's session, and takes it over from a connected client, before it
   authenticates: a connection with another device's client id and a wrong password would
   otherwise cut that device off (a persistent-session attempt disconnects it, a clean-session
-  one leaves it connected but receiving nothing);
+  one leaves it connected but receiving nothing). It also refuses a CONNECT that carries a
+  last will: amqtt publishes a will without the ACL's publish check, so a device's will aimed
+  at another device's delivery topic would reach that device (a forged `tools/call` past every
+  check of the hub's); stock firmware sets none;
 - it notes when each connection last sent anything (pings included) and closes one silent
   for 1.5 times its keepalive (the broker reads with a timeout, and does nothing when it
   expires), so a device that vanished without closing its connection goes offline.
