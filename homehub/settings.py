@@ -164,6 +164,9 @@ MQTT_PROBE_SECONDS = float(os.environ.get("MQTT_PROBE_SECONDS", 30))
 MQTT_PROBE_TIMEOUT_SECONDS = float(os.environ.get("MQTT_PROBE_TIMEOUT_SECONDS", 10))
 # Live sensor values go to the dashboard at most this often.
 MQTT_BROADCAST_SECONDS = float(os.environ.get("MQTT_BROADCAST_SECONDS", 1.0))
+# `homehub/alarm/set` disarms only with this code in the command (`{"armed": false, "code":
+# "..."}`, compared in constant time); unset, disarming over MQTT is off (arming still works).
+MQTT_DISARM_CODE = os.environ.get("MQTT_DISARM_CODE", "")
 # `manage.py serve` (the README's run command) runs the worker inside the hub's process.
 MQTT_IN_PROCESS = env_bool("MQTT_IN_PROCESS", True)
 
