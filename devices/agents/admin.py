@@ -35,6 +35,11 @@ class AgentAdmin(AuditedAdmin):
     inlines = [AgentToolInline]
     actions = ["approve", "issue_token"]
 
+    def save_model(self, request, obj: Agent, form, change) -> None:
+        if not change:
+            obj.approved = True  # the owner adding it is the owner's approval
+        super().save_model(request, obj, form, change)
+
     def audit_target(self, row: Any) -> tuple[str, dict[str, Any]]:
         agent_channels.announce_agent_change_on_commit(row.agent_id)
         return f"agent:{row.agent_id}", {"kind": "agent", "agent_id": row.agent_id}

@@ -179,13 +179,14 @@ def agent_connected(agent_id: str, session_id: str, details: dict[str, Any]) -> 
 
 
 def mqtt_agent_announced(agent_id: str, session_id: str, details: dict[str, Any]) -> Agent | None:
-    """An MQTT agent announced itself on `mcp/discovery`: registered if new (the broker's
-    authentication is the gate), online under a fresh session. None when the id belongs
-    to a WebSocket agent. Only a registration or a return from offline is audited, not
-    every repeated announcement."""
+    """An MQTT agent announced itself on `mcp/discovery`: online under a fresh session; a new
+    one is recorded pending the owner's approval (anyone the broker lets publish may announce,
+    and its tools' descriptions would reach LLMs), as an unknown WebSocket device is. None when
+    the id belongs to a WebSocket agent. Only a new agent or a return from offline is audited,
+    not every repeated announcement."""
     with transaction.atomic():
         agent, created = Agent.objects.select_for_update().get_or_create(
-            agent_id=agent_id, defaults={"transport": Agent.Transport.MQTT}
+            agent_id=agent_id, defaults={"transport": Agent.Transport.MQTT, "approved": False}
         )
         if agent.transport != Agent.Transport.MQTT:
             return None
@@ -199,9 +200,9 @@ def mqtt_agent_announced(agent_id: str, session_id: str, details: dict[str, Any]
             record_event(
                 actor=agent_id,
                 interface=DEVICE,
-                action="agent.register" if created else "agent.connect",
+                action="agent.pending" if created else "agent.connect",
                 target=f"agent:{agent_id}",
-                after={"session_id": session_id, **details},
+                after={"session_id": session_id, "approved": agent.approved, **details},
                 broadcast={"kind": "agent", "agent_id": agent_id, "online": True},
             )
     return agent
