@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import secrets
 from collections.abc import Iterable
 from datetime import timedelta
@@ -19,10 +20,12 @@ from django.utils import timezone
 
 from common.storable import bounded_json, storable_json, storable_text
 from common.write_batches import batched
-from devices.agents import agent_channels
+from devices.agents import agent_channels, selectors
 from devices.agents.models import Agent, AgentTool
 from devices.audit.models import Event
 from devices.audit.services import record_event
+
+logger = logging.getLogger(__name__)
 
 DEVICE = Event.Interface.DEVICE
 MAX_AUDIT_CHARS = 2000
@@ -43,6 +46,28 @@ def new_device_token() -> str:
     return DEVICE_TOKEN_PREFIX + secrets.token_urlsafe(32)
 
 
+class AgentIdClash(ValueError):
+    """A new agent id whose tools would be offered under an existing agent's names; the text
+    says which agent, for whoever registers it."""
+
+    def __init__(self, agent_id: str, other: str) -> None:
+        super().__init__(
+            f"Agent id '{agent_id}' is refused: its tools would be offered under the same names as "
+            f"those of agent '{other}' (the two ids read alike as tool names); use another id, or "
+            f"remove agent '{other}' first."
+        )
+        self.other = other
+
+
+def refuse_clashing(agent_id: str) -> None:
+    """Raise `AgentIdClash` when this id, not yet an agent, would share an agent's tool names."""
+    if Agent.objects.filter(agent_id=agent_id).exists():
+        return
+    other = selectors.clashing_agent(agent_id)
+    if other is not None:
+        raise AgentIdClash(agent_id, other)
+
+
 def register_agent(
     agent_id: str,
     *,
@@ -56,9 +81,11 @@ def register_agent(
     """Create the agent, or update it if known. WebSocket agents get a fresh device token
     (returned once; only its hash is kept), which replaces any earlier one; with
     `issue_token=False` none yet (any earlier one stops working): the device is handed one
-    later, through `issue_device_token`. `connects_on_demand`: set it, when given."""
+    later, through `issue_device_token`. `connects_on_demand`: set it, when given. A new id
+    whose tools would take another agent's names raises `AgentIdClash`."""
     token = new_device_token() if transport == Agent.Transport.WS and issue_token else None
     with transaction.atomic():
+        refuse_clashing(agent_id)
         agent, created = Agent.objects.select_for_update().get_or_create(
             agent_id=agent_id, defaults={"transport": transport, "name": name}
         )
@@ -150,6 +177,11 @@ def admit_device(agent_id: str, token: str | None, *, accept_unknown: bool) -> A
     if not accept_unknown or Agent.objects.filter(agent_id=agent_id).exists():
         return None
     with transaction.atomic():
+        try:
+            refuse_clashing(agent_id)
+        except AgentIdClash as clash:
+            logger.warning("device %s refused: %s", agent_id, clash)
+            return None
         agent = Agent.objects.create(agent_id=agent_id, approved=False, token_hash=presented)
         record_event(
             actor=agent_id,
@@ -182,9 +214,11 @@ def mqtt_agent_announced(agent_id: str, session_id: str, details: dict[str, Any]
     """An MQTT agent announced itself on `mcp/discovery`: online under a fresh session; a new
     one is recorded pending the owner's approval (anyone the broker lets publish may announce,
     and its tools' descriptions would reach LLMs), as an unknown WebSocket device is. None when
-    the id belongs to a WebSocket agent. Only a new agent or a return from offline is audited,
+    the id belongs to a WebSocket agent; `AgentIdClash` for a new id whose tools would take
+    another agent's names. Only a new agent or a return from offline is audited,
     not every repeated announcement."""
     with transaction.atomic():
+        refuse_clashing(agent_id)
         agent, created = Agent.objects.select_for_update().get_or_create(
             agent_id=agent_id, defaults={"transport": Agent.Transport.MQTT, "approved": False}
         )
