@@ -391,6 +391,13 @@ MCP_RATE_WINDOW_SECONDS = int(os.environ.get("MCP_RATE_WINDOW_SECONDS", 60))
 
 # ESP32 devices: larger frames are ignored (daphne itself closes the socket past 1 MiB).
 DEVICE_MAX_MESSAGE_BYTES = int(os.environ.get("DEVICE_MAX_MESSAGE_BYTES", 64 * 1024))
+# What a device (any transport) may offer and say: tools kept of its tools/list (the first
+# ones), a tool name's and description's length in characters (longer names are left out,
+# descriptions cut), notifications heard (audited) per minute (0: no limit); past each, logged.
+DEVICE_MAX_TOOLS = int(os.environ.get("DEVICE_MAX_TOOLS", 128))
+DEVICE_MAX_TOOL_NAME = int(os.environ.get("DEVICE_MAX_TOOL_NAME", 64))
+DEVICE_MAX_TOOL_DESCRIPTION = int(os.environ.get("DEVICE_MAX_TOOL_DESCRIPTION", 2048))
+DEVICE_NOTIFICATIONS_PER_MINUTE = int(os.environ.get("DEVICE_NOTIFICATIONS_PER_MINUTE", 60))
 # A device silent this long is closed with 4408; the hub pings an MCP device half-way, so
 # only a dead or stuck one stays silent (0: never).
 DEVICE_IDLE_SECONDS = float(os.environ.get("DEVICE_IDLE_SECONDS", 600))
