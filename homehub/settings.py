@@ -405,6 +405,9 @@ DEVICE_IDLE_SECONDS = float(os.environ.get("DEVICE_IDLE_SECONDS", 600))
 # OTA check-in gets 503 until codes are used or expire. A check-in's body past
 # DEVICE_MAX_MESSAGE_BYTES gets 413.
 DEVICE_PENDING_ACTIVATIONS_MAX = int(os.environ.get("DEVICE_PENDING_ACTIVATIONS_MAX", 100))
+# Agents waiting for the owner's approval at once (MQTT announcements, unknown devices let in):
+# past it, a new one is refused until some are approved or deleted (0: no bound).
+DEVICES_PENDING_MAX = int(os.environ.get("DEVICES_PENDING_MAX", 100))
 
 # MQTT telemetry: written in batches of this many messages or this many seconds, whichever first.
 MQTT_BATCH_SIZE = int(os.environ.get("MQTT_BATCH_SIZE", 500))

@@ -235,8 +235,8 @@ class AgentBridge:
             link = MqttLink(self, announcement)
             try:
                 attached = await link.attach()
-            except agent_services.AgentIdClash as clash:
-                return str(clash)
+            except agent_services.AgentRefused as refusal:
+                return str(refusal)
             if attached:
                 self.links[link.agent_id] = link  # before its discovery's first request goes out
             elif not link.registered:

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -46,7 +47,11 @@ def new_device_token() -> str:
     return DEVICE_TOKEN_PREFIX + secrets.token_urlsafe(32)
 
 
-class AgentIdClash(ValueError):
+class AgentRefused(ValueError):
+    """A new agent the hub will not record; the text says why."""
+
+
+class AgentIdClash(AgentRefused):
     """A new agent id whose tools would be offered under an existing agent's names; the text
     says which agent, for whoever registers it."""
 
@@ -66,6 +71,17 @@ def refuse_clashing(agent_id: str) -> None:
     other = selectors.clashing_agent(agent_id)
     if other is not None:
         raise AgentIdClash(agent_id, other)
+
+
+def refuse_past_pending_bound() -> None:
+    """Raise `AgentRefused` when DEVICES_PENDING_MAX agents already wait for approval: whoever
+    may announce or present themselves must not fill the database and the Devices page."""
+    bound = settings.DEVICES_PENDING_MAX
+    if bound and Agent.objects.filter(approved=False).count() >= bound:
+        raise AgentRefused(
+            f"{bound} agents already wait for the owner's approval (DEVICES_PENDING_MAX): approve "
+            "or delete them first"
+        )
 
 
 def register_agent(
@@ -179,8 +195,9 @@ def admit_device(agent_id: str, token: str | None, *, accept_unknown: bool) -> A
     with transaction.atomic():
         try:
             refuse_clashing(agent_id)
-        except AgentIdClash as clash:
-            logger.warning("device %s refused: %s", agent_id, clash)
+            refuse_past_pending_bound()
+        except AgentRefused as refusal:
+            logger.warning("device %s refused: %s", agent_id, refusal)
             return None
         agent = Agent.objects.create(agent_id=agent_id, approved=False, token_hash=presented)
         record_event(
@@ -214,11 +231,13 @@ def mqtt_agent_announced(agent_id: str, session_id: str, details: dict[str, Any]
     """An MQTT agent announced itself on `mcp/discovery`: online under a fresh session; a new
     one is recorded pending the owner's approval (anyone the broker lets publish may announce,
     and its tools' descriptions would reach LLMs), as an unknown WebSocket device is. None when
-    the id belongs to a WebSocket agent; `AgentIdClash` for a new id whose tools would take
-    another agent's names. Only a new agent or a return from offline is audited,
-    not every repeated announcement."""
+    the id belongs to a WebSocket agent; `AgentRefused` for a new id whose tools would take
+    another agent's names, or past DEVICES_PENDING_MAX agents pending. Only a new agent or a
+    return from offline is audited, not every repeated announcement."""
     with transaction.atomic():
-        refuse_clashing(agent_id)
+        if not Agent.objects.filter(agent_id=agent_id).exists():
+            refuse_clashing(agent_id)
+            refuse_past_pending_bound()
         agent, created = Agent.objects.select_for_update().get_or_create(
             agent_id=agent_id, defaults={"transport": Agent.Transport.MQTT, "approved": False}
         )

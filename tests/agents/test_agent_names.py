@@ -172,3 +172,29 @@ def _call_answer(base: str, token: str, name: str, arguments: dict) -> dict:
         }
         answer = http.post("/mcp", json=body, headers={"mcp-session-id": session})
     return sse_messages(answer.text)[-1]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_agents_pending_approval_are_bounded(settings):
+    """Anyone a broker lets publish may announce: past DEVICES_PENDING_MAX agents waiting for
+    the owner, a new one is refused, saying why; a known agent's announcements still count."""
+    settings.DEVICES_PENDING_MAX = 2
+
+    async def scenario() -> list[str | None]:
+        bridge = AgentBridge(lambda topic, payload: None, owner="w", default_silence=60)
+        await bridge.start()
+        try:
+            return [
+                await bridge.on_announcement(parse_announcement(f'{{"agent_id": "{agent_id}"}}'.encode()))
+                for agent_id in ("stranger_1", "stranger_2", "stranger_3", "stranger_1")
+            ]
+        finally:
+            await bridge.stop()
+
+    refusals = async_to_sync(scenario)()
+    assert refusals[:2] == [None, None] and refusals[3] is None
+    assert refusals[2] == (
+        "2 agents already wait for the owner's approval (DEVICES_PENDING_MAX): approve or delete them first"
+    )
+    assert admit_device("stranger_4", "hhd_token", accept_unknown=True) is None
+    assert set(Agent.objects.values_list("agent_id", flat=True)) == {"stranger_1", "stranger_2"}
