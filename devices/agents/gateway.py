@@ -194,7 +194,7 @@ class DeviceGateway:
         label = agent["name"] or agent_id
         if agent["clashes_with"]:
             logger.warning(
-                "gateway: device %s's tools are not offered: they would take the names of agent %s's",
+                "gateway: device %s's tools are not offered: their names are agent %s's (the ids read alike)",
                 agent_id,
                 agent["clashes_with"],
             )
