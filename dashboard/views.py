@@ -21,6 +21,7 @@ from dashboard.access import role_required, wants_json
 from dashboard.charts import NARROW, line_chart
 from dashboard.toolforms import arguments_from, fields_for
 from devices.agents import selectors as agents_reads
+from devices.agents import services as agents
 from devices.agents.calls import call_agent_tool, http_status
 from devices.agents.gateway import gateway
 from devices.agents.outcomes import CallFailed
@@ -261,6 +262,17 @@ def unbind_device(request: HttpRequest) -> HttpResponse:
     if not xiaozhi.unbind(agent_id, actor=_actor(request), interface=DASHBOARD):
         return _done(request, False, f"Device {agent_id} is not bound.")
     return _done(request, True, f"Device {agent_id} unbound: its device token no longer works.")
+
+
+@require_POST
+@login_required
+def approve_device(request: HttpRequest) -> HttpResponse:
+    """Approve a pending agent (one that announced itself over MQTT, or an unknown device let
+    in by DEVICES_ACCEPT_UNKNOWN): its tools are discovered and offered from then on."""
+    agent_id = request.POST.get("agent_id", "")[:64]
+    if not agents.approve_agents([agent_id], actor=_actor(request), interface=DASHBOARD):
+        return _done(request, False, f"Device {agent_id} is not waiting for approval.")
+    return _done(request, True, f"Device {agent_id} approved: its tools are offered once discovered.")
 
 
 # --- activity --------------------------------------------------------------------------------

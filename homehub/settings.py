@@ -169,6 +169,9 @@ MQTT_PROBE_SECONDS = float(os.environ.get("MQTT_PROBE_SECONDS", 30))
 MQTT_PROBE_TIMEOUT_SECONDS = float(os.environ.get("MQTT_PROBE_TIMEOUT_SECONDS", 10))
 # Live sensor values go to the dashboard at most this often.
 MQTT_BROADCAST_SECONDS = float(os.environ.get("MQTT_BROADCAST_SECONDS", 1.0))
+# `homehub/alarm/set` disarms only with this code in the command (`{"armed": false, "code":
+# "..."}`, compared in constant time); unset, disarming over MQTT is off (arming still works).
+MQTT_DISARM_CODE = os.environ.get("MQTT_DISARM_CODE", "")
 # `manage.py serve` (the README's run command) runs the worker inside the hub's process.
 MQTT_IN_PROCESS = env_bool("MQTT_IN_PROCESS", True)
 
@@ -453,6 +456,13 @@ MCP_RATE_WINDOW_SECONDS = int(os.environ.get("MCP_RATE_WINDOW_SECONDS", 60))
 
 # ESP32 devices: larger frames are ignored (daphne itself closes the socket past 1 MiB).
 DEVICE_MAX_MESSAGE_BYTES = int(os.environ.get("DEVICE_MAX_MESSAGE_BYTES", 64 * 1024))
+# What a device (any transport) may offer and say: tools kept of its tools/list (the first
+# ones), a tool name's and description's length in characters (longer names are left out,
+# descriptions cut), notifications heard (audited) per minute (0: no limit); past each, logged.
+DEVICE_MAX_TOOLS = int(os.environ.get("DEVICE_MAX_TOOLS", 128))
+DEVICE_MAX_TOOL_NAME = int(os.environ.get("DEVICE_MAX_TOOL_NAME", 64))
+DEVICE_MAX_TOOL_DESCRIPTION = int(os.environ.get("DEVICE_MAX_TOOL_DESCRIPTION", 2048))
+DEVICE_NOTIFICATIONS_PER_MINUTE = int(os.environ.get("DEVICE_NOTIFICATIONS_PER_MINUTE", 60))
 # A device silent this long is closed with 4408; the hub pings an MCP device half-way, so
 # only a dead or stuck one stays silent (0: never).
 DEVICE_IDLE_SECONDS = float(os.environ.get("DEVICE_IDLE_SECONDS", 600))
@@ -462,6 +472,9 @@ DEVICE_IDLE_SECONDS = float(os.environ.get("DEVICE_IDLE_SECONDS", 600))
 # DEVICE_MAX_MESSAGE_BYTES gets 413.
 DEVICE_PENDING_ACTIVATIONS_MAX = int(os.environ.get("DEVICE_PENDING_ACTIVATIONS_MAX", 100))
 DEVICE_PENDING_ACTIVATIONS_PER_ADDRESS = int(os.environ.get("DEVICE_PENDING_ACTIVATIONS_PER_ADDRESS", 10))
+# Agents waiting for the owner's approval at once (MQTT announcements, unknown devices let in):
+# past it, a new one is refused until some are approved or deleted (0: no bound).
+DEVICES_PENDING_MAX = int(os.environ.get("DEVICES_PENDING_MAX", 100))
 
 # MQTT telemetry: written in batches of this many messages or this many seconds, whichever first.
 MQTT_BATCH_SIZE = int(os.environ.get("MQTT_BATCH_SIZE", 500))

@@ -167,8 +167,9 @@ class McpClient:
         )
         return result if isinstance(result, dict) else {}
 
-    async def list_tools(self) -> list[dict[str, Any]]:
-        """Every tool, following `nextCursor` until a page comes without one (or with "")."""
+    async def list_tools(self, *, most: int | None = None) -> list[dict[str, Any]]:
+        """Every tool, following `nextCursor` until a page comes without one (or with ""); with
+        `most`, no further page is asked for once that many are in hand."""
         tools: list[dict[str, Any]] = []
         cursor = ""
         seen: set[str] = set()
@@ -181,7 +182,11 @@ class McpClient:
                 raise RemoteError("malformed tools/list result: 'tools' is not a list")
             tools.extend(t for t in page if isinstance(t, dict) and isinstance(t.get("name"), str))
             next_cursor = result.get("nextCursor") if isinstance(result, dict) else None
-            if not next_cursor or not isinstance(next_cursor, str):
+            if (
+                not next_cursor
+                or not isinstance(next_cursor, str)
+                or (most is not None and len(tools) >= most)
+            ):
                 return tools
             if next_cursor in seen:
                 raise RemoteError(f"tools/list repeats the cursor {next_cursor!r}")

@@ -253,3 +253,12 @@ def readings(
         )
         for i in range(count)
     ]
+
+
+def approve_mqtt_agents(*agent_ids: str) -> None:
+    """Register these MQTT agents as the owner does (`register_agent --transport mqtt`), so that
+    their announcements are served at once (an unknown one waits for the owner's approval)."""
+    from devices.agents.services import register_agent
+
+    for agent_id in agent_ids:
+        register_agent(agent_id, transport="mqtt", actor="test", interface="system")

@@ -3,9 +3,11 @@ deletes audited; tools are read-only (they come from the device)."""
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
+from django.db.models import Model
 
-from devices.agents import agent_channels
+from devices.agents import agent_channels, selectors
 from devices.agents import services as agent_services
 from devices.agents.models import Agent, AgentTool
 from devices.audit.admin import AuditedAdmin
@@ -25,8 +27,24 @@ class AgentToolInline(admin.TabularInline):
         return False
 
 
+class AgentForm(forms.ModelForm):
+    class Meta:
+        model = Agent
+        fields = ["agent_id"]  # the admin adds the rest it shows
+
+    def clean_agent_id(self) -> str:
+        """A new id whose tools would take another agent's names is refused, naming it."""
+        agent_id: str = self.cleaned_data["agent_id"]
+        if self.instance.pk is None or agent_id != self.instance.agent_id:
+            other = selectors.clashing_agent(agent_id)
+            if other is not None and other != self.instance.agent_id:
+                raise forms.ValidationError(str(agent_services.AgentIdClash(agent_id, other)))
+        return agent_id
+
+
 @admin.register(Agent)
 class AgentAdmin(AuditedAdmin):
+    form = AgentForm
     list_display = ["agent_id", "name", "transport", "approved", "online", "connects_on_demand", "last_seen"]
     list_filter = ["transport", "approved", "online", "connects_on_demand"]
     search_fields = ["agent_id", "name"]
@@ -34,6 +52,11 @@ class AgentAdmin(AuditedAdmin):
     readonly_fields = ["approved", "online", "last_seen", "server_info", "capabilities", "created_at"]
     inlines = [AgentToolInline]
     actions = ["approve", "issue_token"]
+
+    def save_model(self, request, obj: Model, form, change) -> None:
+        if not change and isinstance(obj, Agent):
+            obj.approved = True  # the owner adding it is the owner's approval
+        super().save_model(request, obj, form, change)
 
     def audit_target(self, row: Any) -> tuple[str, dict[str, Any]]:
         agent_channels.announce_agent_change_on_commit(row.agent_id)

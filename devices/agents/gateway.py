@@ -17,9 +17,7 @@ worded for a model; each door maps it by type (MCP: `as_tool_result` below).
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
-import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeVar
@@ -32,7 +30,16 @@ from common.tasks import StartOnce, Tasks
 from devices.agents import agent_channels, selectors
 from devices.agents import services as agent_services
 from devices.agents.link import local_links
-from devices.agents.outcomes import CallFailed, CallResult, DeviceTimeout, UnknownTool, absent, from_wire
+from devices.agents.names import exposed_name
+from devices.agents.outcomes import (
+    CallFailed,
+    CallRefused,
+    CallResult,
+    DeviceTimeout,
+    UnknownTool,
+    absent,
+    from_wire,
+)
 from devices.agents.services import arecord_agent_call
 from mcp_endpoint.registry import Caller, LogRecord, Tool, ToolContext, ToolError, ToolResult, registry
 
@@ -49,21 +56,6 @@ class DeviceArguments(BaseModel):
     """Anything goes: the device checks its own arguments against its own schema."""
 
     model_config = ConfigDict(extra="allow")
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_-]+", "_", text).strip("_") or "x"
-
-
-def exposed_name(agent_id: str, tool: str, *, hashed: bool = False) -> str:
-    """The name under which LLM agents see a device tool: `<agent>__<tool>` in the
-    characters function-calling APIs accept, e.g. `aa_bb_cc_dd_ee_ff__self_audio_speaker_set_volume`.
-    Too long (or `hashed`, for the rare clash of two readable names) it ends in a digest."""
-    readable = f"{_slug(agent_id)}__{_slug(tool)}"
-    if len(readable) <= 64 and not hashed:
-        return readable
-    digest = hashlib.sha256(f"{agent_id}\0{tool}".encode()).hexdigest()[:10]
-    return f"{readable[:53]}_{digest}"
 
 
 class DeviceGateway:
@@ -200,11 +192,27 @@ class DeviceGateway:
         self._agents[agent_id] = agent
         names = self._names[agent_id] = []
         label = agent["name"] or agent_id
+        if agent["clashes_with"]:
+            logger.warning(
+                "gateway: device %s's tools are not offered: their names are agent %s's (the ids read alike)",
+                agent_id,
+                agent["clashes_with"],
+            )
+            return
         for spec in agent["tools"]:
             tool_name = spec["name"]
             name = exposed_name(agent_id, tool_name)
-            if name in self._routes:
-                name = exposed_name(agent_id, tool_name, hashed=True)
+            if name in self._routes and self._routes[name][0] == agent_id:
+                name = exposed_name(agent_id, tool_name, hashed=True)  # two of its own tools read alike
+            if name in self._routes:  # another device's: never taken over
+                logger.warning(
+                    "gateway: tool %r of device %s is not offered: its name %s is device %s's",
+                    tool_name,
+                    agent_id,
+                    name,
+                    self._routes[name][0],
+                )
+                continue
             schema = spec["inputSchema"] if spec["inputSchema"] else EMPTY_SCHEMA
             self._tools[name] = Tool(
                 name=name,
@@ -273,6 +281,8 @@ class DeviceGateway:
         if agent is None:
             presence = await selectors.aagent_presence(agent_id)
             raise absent(agent_id, presence["state"], presence["last_seen"])
+        if agent["clashes_with"]:
+            raise CallRefused.name_clash(agent_id, agent["clashes_with"])
         if not any(spec["name"] == tool for spec in agent["tools"]) or not self.enabled(agent_id, tool):
             offered = [spec["name"] for spec in agent["tools"] if self.enabled(agent_id, spec["name"])]
             raise UnknownTool.of(agent_id, tool, offered)

@@ -49,7 +49,7 @@ from django.db import connection
 
 from common.groups import keep_joined
 from common.tasks import Tasks, spawn
-from devices.agents import agent_channels, selectors
+from devices.agents import agent_channels, limits, selectors
 from devices.agents import services as agent_services
 from devices.agents.models import Agent
 from devices.agents.outcomes import (
@@ -99,6 +99,7 @@ class DeviceLink(ABC):
         self.call_timeout = 30.0
         self.client: McpClient | None = None
         self.tasks = Tasks(f"device {agent_id}")  # they end with the link
+        self.notifications = limits.NotificationBudget(agent_id)
         self.discovery: asyncio.Future[None] | None = None
         self.registered = False
         self.joined = False
@@ -190,7 +191,10 @@ class DeviceLink(ABC):
         assert self.client is not None
         try:
             server_info, capabilities = await self.handshake()
-            tools = await self.client.list_tools()
+            # One past the bound is enough to know the device went beyond it.
+            tools = limits.bounded_tools(
+                self.agent_id, await self.client.list_tools(most=settings.DEVICE_MAX_TOOLS + 1)
+            )
         except McpClientError as exc:
             if self.detached:
                 return
@@ -202,6 +206,8 @@ class DeviceLink(ABC):
         )
 
     async def _notified(self, method: str, params: dict[str, Any]) -> None:
+        if not self.notifications.allows():
+            return
         await agent_services.arecord_agent_notification(self.agent_id, method, params)
 
     async def handle(self, message: dict[str, Any]) -> None:

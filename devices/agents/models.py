@@ -16,7 +16,10 @@ class Agent(models.Model):
     agent_id = models.CharField(max_length=64, unique=True)
     name = models.CharField(max_length=100, blank=True)
     transport = models.CharField(max_length=8, choices=Transport.choices, default=Transport.WS)
-    approved = models.BooleanField(default=True)
+    # Pending until the owner approves (register_agent, pairing and the admin approve; a device
+    # that announces or presents itself is pending): a pending agent's tools are neither
+    # discovered, offered to LLMs nor callable.
+    approved = models.BooleanField(default=False)
     online = models.BooleanField(default=False)
     last_seen = models.DateTimeField(null=True, blank=True)
     server_info = models.JSONField(default=dict, blank=True)

@@ -233,7 +233,11 @@ class AgentBridge:
         lock = self._announcing.setdefault(announcement.agent_id, asyncio.Lock())
         async with lock:
             link = MqttLink(self, announcement)
-            if await link.attach():
+            try:
+                attached = await link.attach()
+            except agent_services.AgentRefused as refusal:
+                return str(refusal)
+            if attached:
                 self.links[link.agent_id] = link  # before its discovery's first request goes out
             elif not link.registered:
                 return f"agent id '{link.agent_id}' belongs to a WebSocket agent"

@@ -88,6 +88,13 @@ class CallRefused(CallFailed):
         return cls(f"Agent '{agent_id}' is waiting for an administrator's approval.")
 
     @classmethod
+    def name_clash(cls, agent_id: str, other: str) -> CallRefused:
+        return cls(
+            f"Agent '{agent_id}' is not served: its tools would be offered under the names of agent "
+            f"'{other}' (their ids read alike); remove one of them and register the other again."
+        )
+
+    @classmethod
     def not_mcp(cls, agent_id: str) -> CallRefused:
         return cls(f"Agent '{agent_id}' did not say it speaks MCP: it takes no tool calls.")
 

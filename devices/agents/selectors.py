@@ -9,6 +9,7 @@ from typing import Any, Literal, TypedDict
 from asgiref.sync import sync_to_async
 from django.db.models import Count
 
+from devices.agents import names
 from devices.agents.models import Agent, AgentTool
 
 
@@ -25,6 +26,7 @@ class OnlineAgent(TypedDict):
     name: str
     call_timeout: float
     tools: list[DeviceTool]
+    clashes_with: str  # an older agent whose tools' names this one's would take ("" when none)
 
 
 class ToolSummary(TypedDict):
@@ -70,13 +72,20 @@ class AgentRow(TypedDict):
 def agent_device_tools(agent_ids: list[str] | None = None) -> dict[str, OnlineAgent]:
     """Approved online agents (all, or those of `agent_ids`) with their available tools:
     `{agent_id: {"name", "call_timeout", "tools": [{"name", "description", "inputSchema",
-    "annotations"}]}}`."""
+    "annotations"}], "clashes_with"}}`."""
     agents = Agent.objects.filter(online=True, approved=True)
     if agent_ids is not None:
         agents = agents.filter(agent_id__in=agent_ids)
+    rows = list(agents.values_list("agent_id", "name", "call_timeout"))
+    clashes = names.younger_clashes(Agent.objects.values_list("pk", "agent_id")) if rows else {}
     found: dict[str, OnlineAgent] = {
-        agent_id: {"name": name, "call_timeout": timeout, "tools": []}
-        for agent_id, name, timeout in agents.values_list("agent_id", "name", "call_timeout")
+        agent_id: {
+            "name": name,
+            "call_timeout": timeout,
+            "tools": [],
+            "clashes_with": clashes.get(agent_id, ""),
+        }
+        for agent_id, name, timeout in rows
     }
     tools = AgentTool.objects.filter(agent__agent_id__in=list(found), available=True).order_by(
         "agent_id", "name"
@@ -137,6 +146,13 @@ def agent_presence(agent_id: str) -> Presence:
     if online:
         return {"state": "online", "last_seen": last_seen}
     return {"state": "on_demand" if on_demand else "offline", "last_seen": last_seen}
+
+
+def clashing_agent(agent_id: str) -> str | None:
+    """The existing agent whose tools would be offered under the same names as this new id's
+    (`col:dev` and `col_dev`: `devices.agents.names`), or None."""
+    others = Agent.objects.exclude(agent_id=agent_id).values_list("agent_id", flat=True)
+    return next((other for other in others.iterator() if names.clash(agent_id, other)), None)
 
 
 def agent_session(agent_id: str) -> str:

@@ -9,20 +9,24 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import secrets
 from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from common.storable import bounded_json, storable_json, storable_text
 from common.write_batches import batched
-from devices.agents import agent_channels
+from devices.agents import agent_channels, selectors
 from devices.agents.models import Agent, AgentTool
 from devices.audit.models import Event
 from devices.audit.services import record_event
+
+logger = logging.getLogger(__name__)
 
 DEVICE = Event.Interface.DEVICE
 MAX_AUDIT_CHARS = 2000
@@ -43,6 +47,43 @@ def new_device_token() -> str:
     return DEVICE_TOKEN_PREFIX + secrets.token_urlsafe(32)
 
 
+class AgentRefused(ValueError):
+    """A new agent the hub will not record; the text says why."""
+
+
+class AgentIdClash(AgentRefused):
+    """A new agent id whose tools would be offered under an existing agent's names; the text
+    says which agent, for whoever registers it."""
+
+    def __init__(self, agent_id: str, other: str) -> None:
+        super().__init__(
+            f"Agent id '{agent_id}' is refused: its tools would be offered under the same names as "
+            f"those of agent '{other}' (the two ids read alike as tool names); use another id, or "
+            f"remove agent '{other}' first."
+        )
+        self.other = other
+
+
+def refuse_clashing(agent_id: str) -> None:
+    """Raise `AgentIdClash` when this id, not yet an agent, would share an agent's tool names."""
+    if Agent.objects.filter(agent_id=agent_id).exists():
+        return
+    other = selectors.clashing_agent(agent_id)
+    if other is not None:
+        raise AgentIdClash(agent_id, other)
+
+
+def refuse_past_pending_bound() -> None:
+    """Raise `AgentRefused` when DEVICES_PENDING_MAX agents already wait for approval: whoever
+    may announce or present themselves must not fill the database and the Devices page."""
+    bound = settings.DEVICES_PENDING_MAX
+    if bound and Agent.objects.filter(approved=False).count() >= bound:
+        raise AgentRefused(
+            f"{bound} agents already wait for the owner's approval (DEVICES_PENDING_MAX): approve "
+            "or delete them first"
+        )
+
+
 def register_agent(
     agent_id: str,
     *,
@@ -56,9 +97,11 @@ def register_agent(
     """Create the agent, or update it if known. WebSocket agents get a fresh device token
     (returned once; only its hash is kept), which replaces any earlier one; with
     `issue_token=False` none yet (any earlier one stops working): the device is handed one
-    later, through `issue_device_token`. `connects_on_demand`: set it, when given."""
+    later, through `issue_device_token`. `connects_on_demand`: set it, when given. A new id
+    whose tools would take another agent's names raises `AgentIdClash`."""
     token = new_device_token() if transport == Agent.Transport.WS and issue_token else None
     with transaction.atomic():
+        refuse_clashing(agent_id)
         agent, created = Agent.objects.select_for_update().get_or_create(
             agent_id=agent_id, defaults={"transport": transport, "name": name}
         )
@@ -150,6 +193,12 @@ def admit_device(agent_id: str, token: str | None, *, accept_unknown: bool) -> A
     if not accept_unknown or Agent.objects.filter(agent_id=agent_id).exists():
         return None
     with transaction.atomic():
+        try:
+            refuse_clashing(agent_id)
+            refuse_past_pending_bound()
+        except AgentRefused as refusal:
+            logger.warning("device %s refused: %s", agent_id, refusal)
+            return None
         agent = Agent.objects.create(agent_id=agent_id, approved=False, token_hash=presented)
         record_event(
             actor=agent_id,
@@ -179,13 +228,18 @@ def agent_connected(agent_id: str, session_id: str, details: dict[str, Any]) -> 
 
 
 def mqtt_agent_announced(agent_id: str, session_id: str, details: dict[str, Any]) -> Agent | None:
-    """An MQTT agent announced itself on `mcp/discovery`: registered if new (the broker's
-    authentication is the gate), online under a fresh session. None when the id belongs
-    to a WebSocket agent. Only a registration or a return from offline is audited, not
-    every repeated announcement."""
+    """An MQTT agent announced itself on `mcp/discovery`: online under a fresh session; a new
+    one is recorded pending the owner's approval (anyone the broker lets publish may announce,
+    and its tools' descriptions would reach LLMs), as an unknown WebSocket device is. None when
+    the id belongs to a WebSocket agent; `AgentRefused` for a new id whose tools would take
+    another agent's names, or past DEVICES_PENDING_MAX agents pending. Only a new agent or a
+    return from offline is audited, not every repeated announcement."""
     with transaction.atomic():
+        if not Agent.objects.filter(agent_id=agent_id).exists():
+            refuse_clashing(agent_id)
+            refuse_past_pending_bound()
         agent, created = Agent.objects.select_for_update().get_or_create(
-            agent_id=agent_id, defaults={"transport": Agent.Transport.MQTT}
+            agent_id=agent_id, defaults={"transport": Agent.Transport.MQTT, "approved": False}
         )
         if agent.transport != Agent.Transport.MQTT:
             return None
@@ -199,9 +253,9 @@ def mqtt_agent_announced(agent_id: str, session_id: str, details: dict[str, Any]
             record_event(
                 actor=agent_id,
                 interface=DEVICE,
-                action="agent.register" if created else "agent.connect",
+                action="agent.pending" if created else "agent.connect",
                 target=f"agent:{agent_id}",
-                after={"session_id": session_id, **details},
+                after={"session_id": session_id, "approved": agent.approved, **details},
                 broadcast={"kind": "agent", "agent_id": agent_id, "online": True},
             )
     return agent

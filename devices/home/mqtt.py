@@ -6,17 +6,24 @@ it (the worker listens to the same broadcasts as the dashboard) and on every con
 Commands arrive on `homehub/lights/<name>/set` (`on`/`off`, `true`/`false`, `1`/`0` or
 `{"on": true}`) and `homehub/alarm/set` (`arm`/`disarm`, `true`/`false` or `{"armed": true}`)
 and go through the services like any other door, audited with interface `mqtt`.
+
+Disarming is the one command a person must stand behind: a broker may let anyone publish
+(the demo's does), and the hub's other doors ask a person before a token disarms. Over MQTT
+no one can be asked, so a disarm carries the owner's code, `{"armed": false, "code": "..."}`,
+checked in constant time against MQTT_DISARM_CODE; unset, disarming over MQTT is off.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
 import logging
 from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 
 from common.groups import channel_layer, keep_joined, receive_forever
 from common.mqtt import topics
@@ -40,15 +47,19 @@ class CommandError(ValueError):
     pass
 
 
-def parse_switch(payload: bytes, key: str) -> bool:
-    """The on/off (armed/disarmed) a command asks for, in any of the accepted forms."""
+def _body(payload: bytes) -> Any:
     if len(payload) > MAX_COMMAND_BYTES:
         raise CommandError("command too large")
     text = payload.decode("utf-8", errors="replace").strip()
     try:
-        body: Any = jsonrpc.loads(text)
+        return jsonrpc.loads(text)
     except ValueError:
-        body = text
+        return text
+
+
+def parse_switch(payload: bytes, key: str) -> bool:
+    """The on/off (armed/disarmed) a command asks for, in any of the accepted forms."""
+    body = _body(payload)
     if isinstance(body, dict):
         body = body.get(key)
     if isinstance(body, bool):
@@ -59,6 +70,32 @@ def parse_switch(payload: bytes, key: str) -> bool:
     if word in FALSE_WORDS:
         return False
     raise CommandError(f'expected on/off, true/false or {{"{key}": true|false}}')
+
+
+def check_disarm_code(payload: bytes) -> None:
+    """A disarm must carry MQTT_DISARM_CODE (`{"armed": false, "code": "..."}`); raises
+    `CommandError` saying why not, also when no code is configured (disarming is then off)."""
+    expected = settings.MQTT_DISARM_CODE
+    if not expected:
+        raise CommandError(
+            'disarming over MQTT is off: set MQTT_DISARM_CODE and send {"armed": false, "code": "<the code>"}'
+        )
+    body = _body(payload)
+    code = body.get("code") if isinstance(body, dict) else None
+    if not isinstance(code, str) or not hmac.compare_digest(code.encode(), expected.encode()):
+        raise CommandError('disarm refused: the command must carry the right "code"')
+
+
+def without_code(payload: bytes) -> bytes:
+    """The command as it may be kept among rejected messages: a code it carries is blanked
+    (a wrong one may be a near miss of the right one)."""
+    try:
+        body = _body(payload)
+    except CommandError:
+        return payload
+    if not isinstance(body, dict) or "code" not in body:
+        return payload
+    return json.dumps({**body, "code": "***"}).encode()
 
 
 class HomeBridge:
@@ -117,6 +154,8 @@ class HomeBridge:
     async def on_alarm_command(self, payload: bytes) -> str | None:
         try:
             armed = parse_switch(payload, "armed")
+            if not armed:
+                check_disarm_code(payload)
             await services.aset_alarm_state(armed, actor=ACTOR, interface=Event.Interface.MQTT)
         except CommandError as exc:
             return str(exc)

@@ -34,7 +34,7 @@ from common.tasks import Tasks
 from devices.agents import services as agent_services
 from devices.agents.mqtt_link import AgentBridge, AnnouncementError, parse_announcement
 from devices.audit.changes import asend_home_event
-from devices.home.mqtt import HomeBridge
+from devices.home.mqtt import HomeBridge, without_code
 from devices.mqtt import status
 from devices.mqtt.adoption import OFFLINE, ONLINE, Adoption
 from devices.mqtt.subscriptions import SubscriptionWatch
@@ -244,7 +244,9 @@ class Worker:
         elif (light := topics.light_command_of(topic)) is not None:
             await self._on_command(topic, payload, self.home.on_light_command(light, payload), retained)
         elif topic == topics.ALARM_COMMANDS:
-            await self._on_command(topic, payload, self.home.on_alarm_command(payload), retained)
+            await self._on_command(
+                topic, without_code(payload), self.home.on_alarm_command(payload), retained
+            )
         elif topic == topics.HUB_STATUS and payload == b"offline" and self.connected and not self.stopping:
             # Another worker's last will or goodbye: the hub is still here.
             self._publish_retained(topics.HUB_STATUS, ONLINE, True)

@@ -420,15 +420,18 @@ def pair(code: str, *, actor: str, interface: str, name: str = "") -> Activation
             agent_services.revoke_device_token(row.device_id, actor=actor, interface=interface)
         known = Agent.objects.filter(agent_id=row.device_id).exists()
         label = name.strip()[:100] or ("" if known else _label(row))
-        agent, _ = agent_services.register_agent(
-            row.device_id,
-            transport=Agent.Transport.WS,
-            name=label,
-            actor=actor,
-            interface=interface,
-            issue_token=False,
-            connects_on_demand=True,
-        )
+        try:
+            agent, _ = agent_services.register_agent(
+                row.device_id,
+                transport=Agent.Transport.WS,
+                name=label,
+                actor=actor,
+                interface=interface,
+                issue_token=False,
+                connects_on_demand=True,
+            )
+        except agent_services.AgentIdClash as clash:
+            raise PairingError(str(clash)) from None
         row.agent, row.bound_at, row.bound_by = agent, now, actor[:150]
         row.save(update_fields=["agent", "bound_at", "bound_by"])
         record_event(

@@ -6,7 +6,7 @@ import re
 import pytest
 from asgiref.sync import async_to_sync
 
-from devices.agents.gateway import exposed_name
+from devices.agents.names import exposed_name
 from mcp_endpoint.client import ConnectionLost, McpClient, RemoteError, RequestTimeout
 
 

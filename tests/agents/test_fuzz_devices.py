@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
+from django.test import override_settings
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -407,11 +408,12 @@ def test_the_worker_acts_on_control_messages_or_refuses_them(messages):
             for topic, payload in messages:
                 await worker._dispatch(topic, payload, False)
             await worker._dispatch("homehub/lights/salon/set", b"on", False)
-            await worker._dispatch("homehub/alarm/set", b"disarm", False)
+            await worker._dispatch("homehub/alarm/set", b'{"armed": false, "code": "fuzz-code"}', False)
         finally:
             await worker.agents.stop()
             await worker.home.stop()
 
-    async_to_sync(scenario)()
+    with override_settings(MQTT_DISARM_CODE="fuzz-code"):
+        async_to_sync(scenario)()
     assert home_snapshot()["lights"]["salon"] is True and home_snapshot()["alarm"] is False
     assert RejectedMessage.objects.count() - rejected_before <= len(messages)

@@ -13,7 +13,15 @@ from devices.mqtt.simulator import SimulatedMqttAgent
 from devices.telemetry.models import RejectedMessage
 from tests.agents.test_devices_gateway import http_call, http_request
 from tests.devices_support import hub
-from tests.mqtt_support import Process, broker, client, publish_all, wait_until, worker_env
+from tests.mqtt_support import (
+    Process,
+    approve_mqtt_agents,
+    broker,
+    client,
+    publish_all,
+    wait_until,
+    worker_env,
+)
 
 pytestmark = pytest.mark.live
 LED = "esp32_01__set_led_color"
@@ -30,7 +38,7 @@ def text_of(result: dict) -> str:
 def test_an_llm_discovers_lists_and_calls_an_mqtt_agent(live_env, make_token, tmp_path):
     token = make_token(name="llm")
     # Known beforehand only to give it a short call timeout; discovery does the rest.
-    Agent.objects.create(agent_id="esp32_01", transport=Agent.Transport.MQTT, call_timeout=2)
+    Agent.objects.create(agent_id="esp32_01", transport=Agent.Transport.MQTT, approved=True, call_timeout=2)
     with (
         broker(tmp_path / "broker") as b,
         hub(live_env, serve=True, MQTT_URL=b.url, MQTT_CLIENT_ID="hub") as base,
@@ -88,6 +96,7 @@ def test_mqtt_agent_served_by_a_separate_worker_over_redis(live_env, make_token,
         mqtt_worker = Process(["mqtt_worker", "--client-id", "far"], env, tmp_path / "worker.log")
         try:
             with hub(live_env, REDIS_URL=redis_url) as base:
+                approve_mqtt_agents("esp32_02")
                 agent = SimulatedMqttAgent("127.0.0.1", b.port, "esp32_02")
                 agent.start()
                 name = "esp32_02__set_led_color"
@@ -201,3 +210,58 @@ def test_an_agent_silent_beyond_its_heartbeat_goes_offline(live_env, tmp_path):
         wait_until(lambda: not Agent.objects.get(agent_id="esp32_03").online, timeout=10, what="offline")
         agent.stop()
     assert Event.objects.filter(action="agent.disconnect", target="agent:esp32_03").exists()
+
+
+def test_an_agent_that_announces_itself_waits_for_the_owners_approval(
+    live_env, make_token, tmp_path, django_user_model
+):
+    """Anyone the broker lets publish may announce on mcp/discovery: the agent is recorded
+    pending, its tools are neither discovered, offered to LLMs nor callable, until the owner
+    approves it on the Devices page (audited); then it is served as any agent."""
+    import httpx
+
+    from tests.hub_support import log_in_over_http
+
+    django_user_model.objects.create_superuser("boss", "boss@example.com", "pw-for-tests-only")
+    token = make_token(name="llm")
+    tool = "stranger_01__set_led_color"
+    with (
+        broker(tmp_path / "broker") as b,
+        hub(live_env, serve=True, MQTT_URL=b.url, MQTT_CLIENT_ID="hub") as base,
+    ):
+        stranger = SimulatedMqttAgent("127.0.0.1", b.port, "stranger_01")
+        stranger.start()
+        wait_until(lambda: Agent.objects.filter(agent_id="stranger_01", online=True).exists(), what="online")
+        time.sleep(1.5)  # what its discovery would have taken
+        tools_before = AgentTool.objects.filter(agent__agent_id="stranger_01").count()
+        listed_before = tool in tools_listed(base, token)
+        refused = http_call(
+            base,
+            token,
+            "call_agent_tool",
+            {"agent_id": "stranger_01", "tool": "set_led_color", "arguments": {"r": 1, "g": 2, "b": 3}},
+        )
+        agents_before = http_call(base, token, "list_agents", {})["structuredContent"]["agents"]
+
+        with httpx.Client(base_url=base, timeout=15) as browser:
+            log_in_over_http(browser, "boss", "pw-for-tests-only")
+            page = browser.get("/devices/")
+            approved = browser.post(
+                "/devices/approve/",
+                data={"agent_id": "stranger_01", "csrfmiddlewaretoken": browser.cookies["csrftoken"]},
+                headers={"accept": "application/json"},
+            )
+        wait_until(lambda: tool in tools_listed(base, token), what="its tools offered once approved")
+        done = http_call(base, token, tool, {"r": 4, "g": 5, "b": 6})
+        stranger.stop()
+
+    assert tools_before == 0 and not listed_before
+    assert refused["isError"] and "waiting for an administrator's approval" in text_of(refused)
+    assert "stranger_01" not in {a["agent_id"] for a in agents_before}
+    assert "Waiting for approval" in page.text and "/devices/approve/" in page.text
+    assert approved.status_code == 200, approved.text
+    assert not done.get("isError") and stranger.state.led == (4, 5, 6)
+    pending = Event.objects.get(action="agent.pending", target="agent:stranger_01")
+    assert (pending.actor, pending.interface, pending.after["approved"]) == ("stranger_01", "device", False)
+    approval = Event.objects.get(action="agent.approve", target="agent:stranger_01")
+    assert (approval.actor, approval.interface) == ("boss", "dashboard")

@@ -17,7 +17,7 @@ from devices.mqtt.simulator import SimulatedMqttAgent
 from tests.agents.test_devices_gateway import http_call
 from tests.agents.test_mqtt_agents import text_of
 from tests.devices_support import hub
-from tests.mqtt_support import broker, wait_until
+from tests.mqtt_support import approve_mqtt_agents, broker, wait_until
 
 pytestmark = pytest.mark.live
 
@@ -33,6 +33,7 @@ def discovered(*agent_ids: str) -> bool:
 def test_a_board_dead_without_a_last_will_goes_offline_by_itself(live_env, tmp_path):
     settings = {"MQTT_AGENT_SILENCE_SECONDS": "2", "MQTT_AGENT_PROBE_SECONDS": "1"}
     with broker(tmp_path / "broker") as b, hub(live_env, serve=True, MQTT_URL=b.url, **settings):
+        approve_mqtt_agents("esp32_idle", "esp32_dying")
         idle = SimulatedMqttAgent("127.0.0.1", b.port, "esp32_idle", last_will=False)
         dying = SimulatedMqttAgent("127.0.0.1", b.port, "esp32_dying", last_will=False)
         idle.start()
@@ -50,6 +51,7 @@ def test_a_board_dead_without_a_last_will_goes_offline_by_itself(live_env, tmp_p
 def test_a_call_to_a_board_that_is_gone_fails_within_seconds_saying_why(live_env, make_token, tmp_path):
     token = make_token(name="llm")
     with broker(tmp_path / "broker") as b, hub(live_env, serve=True, MQTT_URL=b.url) as base:
+        approve_mqtt_agents("esp32_idle", "esp32_gone")
         idle = SimulatedMqttAgent("127.0.0.1", b.port, "esp32_idle", last_will=False)
         gone = SimulatedMqttAgent("127.0.0.1", b.port, "esp32_gone", last_will=False)
         idle.start()
@@ -72,6 +74,7 @@ def test_a_call_to_a_board_that_is_gone_fails_within_seconds_saying_why(live_env
 
 def test_a_broker_restart_writes_no_discovery_failures_and_a_real_failure_still_does(live_env, tmp_path):
     with broker(tmp_path / "broker") as b, hub(live_env, serve=True, MQTT_URL=b.url, MQTT_CLIENT_ID="hub"):
+        approve_mqtt_agents("esp32_0", "esp32_1", "esp32_broken")
         agents = [SimulatedMqttAgent("127.0.0.1", b.port, f"esp32_{i}") for i in range(2)]
         for agent in agents:
             agent.start()

@@ -19,7 +19,11 @@ LAST = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 
 def _on_demand_agent(**fields) -> Agent:
     agent = Agent.objects.create(
-        agent_id=MAC, name="Kitchen speaker", connects_on_demand=True, last_seen=LAST, **fields
+        agent_id=MAC,
+        name="Kitchen speaker",
+        connects_on_demand=True,
+        last_seen=LAST,
+        **{"approved": True, **fields},
     )
     AgentTool.objects.create(agent=agent, name="self.audio_speaker.set_volume", available=False)
     return agent
@@ -27,7 +31,7 @@ def _on_demand_agent(**fields) -> Agent:
 
 def test_list_agents_says_the_device_connects_on_demand_and_when_it_was_reachable(db):
     _on_demand_agent()
-    Agent.objects.create(agent_id="always-on", online=True)
+    Agent.objects.create(agent_id="always-on", online=True, approved=True)
 
     async def scenario() -> dict:
         peer = Peer()

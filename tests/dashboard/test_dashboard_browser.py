@@ -160,7 +160,7 @@ def seed_telemetry_and_agent():
     )
     store_readings(readings)
     speaker = Agent.objects.create(
-        agent_id="esp32-speaker", name="Living-room speaker", online=True, last_seen=now
+        agent_id="esp32-speaker", name="Living-room speaker", online=True, approved=True, last_seen=now
     )
     AgentTool.objects.create(
         agent=speaker,
@@ -184,6 +184,7 @@ def seed_telemetry_and_agent():
         agent_id="mqtt-garage",
         name="Garage sensors",
         transport="mqtt",
+        approved=True,
         online=False,
         last_seen=now - timedelta(hours=3),
     )

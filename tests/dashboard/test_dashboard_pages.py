@@ -49,7 +49,7 @@ def readings(db):
 @pytest.fixture
 def agent(db):
     agent = Agent.objects.create(
-        agent_id="aa:bb:cc", name="Kitchen speaker", online=True, last_seen=timezone.now()
+        agent_id="aa:bb:cc", name="Kitchen speaker", online=True, approved=True, last_seen=timezone.now()
     )
     AgentTool.objects.create(
         agent=agent,

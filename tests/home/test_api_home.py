@@ -24,7 +24,7 @@ def bearer(scopes=("read", "control", "fel", "devices"), name="integrator"):
 
 @pytest.fixture
 def agent(db):
-    agent = Agent.objects.create(agent_id="aa:bb", name="Speaker", online=False)
+    agent = Agent.objects.create(agent_id="aa:bb", name="Speaker", online=False, approved=True)
     AgentTool.objects.create(agent=agent, name="self.get_status", input_schema={"type": "object"})
     return agent
 

@@ -449,6 +449,8 @@ def test_the_documented_deployment_comes_up_and_works(live_env, tmp_path):
         assert probe.returncode == 0, probe.stdout
 
         agent = "esp32_01"  # docs/MQTT.md's agent user
+        registered = manage(one_off, "register_agent", agent, "--transport", "mqtt")  # DEPLOY.md's step
+        assert registered.returncode == 0, registered.stdout
         rehearsal.spawn(
             [
                 *(sys.executable, "manage.py", "simulate_mqtt_agent", agent, "--telemetry", "0.5"),

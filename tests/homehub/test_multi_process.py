@@ -21,7 +21,17 @@ from tests.hub_support import running_hub
 from tests.mcp_endpoint.test_mcp_http import INIT, post, result_of
 from tests.mcp_helpers import call
 from tests.mqtt.test_mqtt_worker import counted
-from tests.mqtt_support import Process, broker, client, publish_all, readings, wait_until, worker, worker_env
+from tests.mqtt_support import (
+    Process,
+    approve_mqtt_agents,
+    broker,
+    client,
+    publish_all,
+    readings,
+    wait_until,
+    worker,
+    worker_env,
+)
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(180)]
 MAC = "aa:bb:cc:00:00:4d"
@@ -63,6 +73,7 @@ def test_two_hubs_two_workers_one_home(postgres_only, redis_url, make_token, tmp
                 tmp_path / "device.log",
             )
             cleanup.callback(device.stop)
+            approve_mqtt_agents("esp32_multi")
             agent = SimulatedMqttAgent("127.0.0.1", b.port, "esp32_multi")
             agent.start()
             cleanup.callback(agent.stop)

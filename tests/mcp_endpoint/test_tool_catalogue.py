@@ -7,8 +7,9 @@ import pytest
 from asgiref.sync import async_to_sync
 from pydantic import BaseModel
 
-from devices.agents.gateway import exposed_name, gateway
+from devices.agents.gateway import gateway
 from devices.agents.models import Agent, AgentTool
+from devices.agents.names import exposed_name
 from devices.agents.outcomes import UnknownTool as UnknownDeviceTool
 from devices.audit.models import Event
 from mcp_endpoint import catalogue, jsonrpc

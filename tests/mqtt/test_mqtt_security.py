@@ -73,3 +73,67 @@ def test_a_wrong_password_is_refused(tmp_path):
         wait_until(lambda: refused, what="an answer")
         c.loop_stop()
     assert refused == [True]
+
+
+def test_disarming_over_mqtt_needs_the_configured_code(live_env, tmp_path):
+    """On an anonymous broker (the demo's), anyone may publish `homehub/alarm/set`: arming works,
+    disarming needs MQTT_DISARM_CODE in the command, and with none configured it is off."""
+    from devices.audit.models import Event
+    from devices.home.models import Alarm
+    from devices.telemetry.models import RejectedMessage
+
+    def armed() -> bool:
+        return Alarm.objects.get().armed
+
+    def refusals() -> list[tuple[str, str]]:
+        rows = RejectedMessage.objects.filter(topic="homehub/alarm/set").order_by("id")
+        return [(row.payload, row.reason) for row in rows]
+
+    with broker(tmp_path / "broker") as b:
+        pub = client(b.url)
+        env = worker_env(live_env, b.url)
+        with_code = {**env, "MQTT_DISARM_CODE": "correct horse battery staple"}
+        for run, worker_settings in enumerate((env, with_code)):
+            proc = Process(
+                ["mqtt_worker", "--client-id", f"alarm{run}"], worker_settings, tmp_path / f"{run}.log"
+            )
+            try:
+                wait_until(
+                    lambda run=run: MqttWorker.objects.filter(
+                        client_id=f"alarm{run}", connected=True
+                    ).exists()
+                )
+                time.sleep(0.5)  # its subscriptions made
+                publish_all(pub, [("homehub/alarm/set", "arm")])
+                wait_until(armed, what="armed over MQTT")
+                publish_all(
+                    pub,
+                    [
+                        ("homehub/alarm/set", "disarm"),
+                        ("homehub/alarm/set", '{"armed": false}'),
+                        ("homehub/alarm/set", '{"armed": false, "code": "correct horse"}'),
+                    ],
+                )
+                wait_until(lambda run=run: len(refusals()) == 3 * (run + 1), what="the disarms refused")
+                assert armed()
+            finally:
+                proc.stop()
+        # The right code, to the worker that has it.
+        proc = Process(["mqtt_worker", "--client-id", "alarm1"], with_code, tmp_path / "2.log")
+        try:
+            wait_until(lambda: MqttWorker.objects.filter(client_id="alarm1", connected=True).exists())
+            time.sleep(0.5)
+            publish_all(
+                pub, [("homehub/alarm/set", '{"armed": false, "code": "correct horse battery staple"}')]
+            )
+            wait_until(lambda: not armed(), what="disarmed with the code")
+        finally:
+            proc.stop()
+        pub.loop_stop()
+
+    reasons = [reason for _, reason in refusals()]
+    assert all(r.startswith("disarming over MQTT is off: set MQTT_DISARM_CODE") for r in reasons[:3])
+    assert all(r == 'disarm refused: the command must carry the right "code"' for r in reasons[3:])
+    assert "correct horse" not in "".join(payload for payload, _ in refusals())  # codes never kept
+    changes = Event.objects.filter(action="alarm.set", interface="mqtt").order_by("id")
+    assert [e.after["armed"] for e in changes] == [True, True, False]  # armed twice, disarmed once

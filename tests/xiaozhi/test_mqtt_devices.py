@@ -328,3 +328,80 @@ def test_another_process_calls_a_device_of_the_listener(live_env, settings, make
 @sync_to_async
 def _offers(base: str, token: str, name: str) -> bool:
     return any(tool["name"] == name for tool in http_request(base, token, "tools/list")["tools"])
+
+
+def connect_with_will(section: dict[str, Any], will_topic: str, will: dict[str, Any]) -> int:
+    """A plain client with the device's valid credentials and a last will on `will_topic`: its
+    CONNACK code; accepted, it then drops as a device that lost power does (its socket closed
+    without a DISCONNECT), which makes a broker publish the will."""
+    answer: list[int] = []
+    done = threading.Event()
+    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=section["client_id"], protocol=mqtt.MQTTv311)
+    client.username_pw_set(section["username"], section["password"])
+    client.will_set(will_topic, json.dumps(will), qos=0, retain=True)
+
+    def on_connect(client, userdata, flags, code, properties):
+        answer.append(code.value)
+        done.set()
+
+    client.on_connect = on_connect
+    host, _, port = section["endpoint"].rpartition(":")
+    client.connect(host, int(port), keepalive=30)
+    client.loop_start()
+    assert done.wait(5)
+    client.loop_stop()
+    sock = client.socket()
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+        sock.close()
+    return answer[0]
+
+
+def test_a_device_cannot_command_another_through_its_last_will(live_env, settings, make_token):
+    """A device with its own valid credentials sets its last will to the victim's delivery topic
+    (a forged tools/call) and drops: amqtt publishes wills without asking the ACL, so the CONNECT
+    carrying a will is refused, wherever it aims; the same device connecting honestly is served."""
+    token = make_token(name="llm")
+    with mqtt_hub(live_env, settings) as base:
+        victim = SimulatedMqttDevice(ota_section(FIRST))
+        attacker_section = ota_section(SECOND)
+        forged = {
+            "session_id": "",
+            "type": "mcp",
+            "payload": {
+                "jsonrpc": "2.0",
+                "id": 777,
+                "method": "tools/call",
+                "params": {"name": "self.audio_speaker.set_volume", "arguments": {"volume": 99}},
+            },
+        }
+
+        async def scenario():
+            await victim.connect()
+            await eventually(lambda: tool_rows(FIRST), timeout=10)
+            aimed = await sync_to_async(connect_with_will)(
+                attacker_section, f"devices/p2p/{victim.section['client_id']}", forged
+            )
+            own = await sync_to_async(connect_with_will)(
+                attacker_section, attacker_section["publish_topic"], forged
+            )
+            await asyncio.sleep(1.5)  # what a will would have delivered by now
+            forged_calls = [p for p in victim.received if p.get("id") == 777]
+            assert (aimed, own, forged_calls, victim.state.volume != 99) == (135, 135, [], True)
+            honest = SimulatedMqttDevice(attacker_section)
+            await honest.connect()
+            await eventually(lambda: tool_rows(SECOND), timeout=10)
+            answer = await sync_to_async(http_call)(
+                base, token, "aa_bb_cc_00_18_02__self_audio_speaker_set_volume", {"volume": 21}
+            )
+            await honest.close()
+            await victim.close()
+            return answer, honest
+
+        # Refused with MQTT 3.1.1's "not authorized" (paho reports it as MQTT 5's 135); nothing
+        # reached the victim.
+        answer, honest = async_to_sync(scenario)()
+
+    assert answer == {"content": [{"type": "text", "text": "true"}], "isError": False}
+    assert honest.state.volume == 21

@@ -21,7 +21,10 @@ connections and hands each to the broker), for two things amqtt 0.12.1 does not 
   the client id's session, and takes it over from a connected client, before it
   authenticates: a connection with another device's client id and a wrong password would
   otherwise cut that device off (a persistent-session attempt disconnects it, a clean-session
-  one leaves it connected but receiving nothing);
+  one leaves it connected but receiving nothing). It also refuses a CONNECT that carries a
+  last will: amqtt publishes a will without the ACL's publish check, so a device's will aimed
+  at another device's delivery topic would reach that device (a forged `tools/call` past every
+  check of the hub's); stock firmware sets none;
 - it notes when each connection last sent anything (pings included) and closes one silent
   for 1.5 times its keepalive (the broker reads with a timeout, and does nothing when it
   expires), so a device that vanished without closing its connection goes offline.
@@ -42,7 +45,12 @@ from typing import Any
 from amqtt.adapters import StreamReaderAdapter, StreamWriterAdapter
 from amqtt.broker import Broker
 from amqtt.contexts import Action
-from amqtt.mqtt.connack import BAD_USERNAME_PASSWORD, UNACCEPTABLE_PROTOCOL_VERSION, ConnackPacket
+from amqtt.mqtt.connack import (
+    BAD_USERNAME_PASSWORD,
+    NOT_AUTHORIZED,
+    UNACCEPTABLE_PROTOCOL_VERSION,
+    ConnackPacket,
+)
 from amqtt.mqtt.connect import ConnectPacket
 from amqtt.mqtt.constants import QOS_0
 from amqtt.mqtt.packet import CONNECT, MQTTFixedHeader
@@ -233,12 +241,18 @@ class DeviceListener:
                 connect.client_id or "", connect.username, connect.password
             )
             refusal = BAD_USERNAME_PASSWORD
+        if identity is not None and connect.will_flag:
+            # amqtt publishes a will without asking the ACL: a device's will on another's
+            # delivery topic would command it. Stock firmware sets none, and the hub sees a
+            # device go without one, so no will is accepted, wherever it aims.
+            identity, refusal = None, NOT_AUTHORIZED
         if identity is None:
             logger.info(
-                "device listener: refused client id %r from %s (CONNACK code %d)",
+                "device listener: refused client id %r from %s (CONNACK code %d%s)",
                 connect.client_id,
                 writer.get_extra_info("peername"),
                 refusal,
+                ": the CONNECT carries a last will" if refusal == NOT_AUTHORIZED else "",
             )
             await ConnackPacket.build(0, refusal).to_stream(StreamWriterAdapter(writer))
             return None

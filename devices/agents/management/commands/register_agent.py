@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from devices.agents.models import Agent
-from devices.agents.services import register_agent
+from devices.agents.services import AgentIdClash, register_agent
 from devices.audit.models import Event
 
 
@@ -20,9 +20,16 @@ class Command(BaseCommand):
         agent_id = agent_id.strip()
         if not agent_id or len(agent_id) > 64:
             raise CommandError("the agent id must be 1 to 64 characters")
-        agent, token = register_agent(
-            agent_id, transport=transport, name=name, actor="register_agent", interface=Event.Interface.SYSTEM
-        )
+        try:
+            agent, token = register_agent(
+                agent_id,
+                transport=transport,
+                name=name,
+                actor="register_agent",
+                interface=Event.Interface.SYSTEM,
+            )
+        except AgentIdClash as clash:
+            raise CommandError(str(clash)) from None
         self.stdout.write(f"Agent {agent.agent_id} registered ({agent.get_transport_display()}).")
         if token:
             self.stdout.write("Device token (shown once; configure it as the device's Bearer token):")
