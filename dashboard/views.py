@@ -265,7 +265,7 @@ def unbind_device(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
-@login_required
+@role_required(roles.MANAGE_DEVICES)
 def approve_device(request: HttpRequest) -> HttpResponse:
     """Approve a pending agent (one that announced itself over MQTT, or an unknown device let
     in by DEVICES_ACCEPT_UNKNOWN): its tools are discovered and offered from then on."""

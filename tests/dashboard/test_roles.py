@@ -137,6 +137,14 @@ def test_add_and_unbind_device_for_owners(client, home, role):
     assert (added.status_code, unbound.status_code) == (expected, expected)
 
 
+@pytest.mark.parametrize("role", ROLES)
+def test_approving_an_announced_device_is_for_owners(client, home, role):
+    Agent.objects.create(agent_id="stranger", name="stranger", transport="mqtt", approved=False)
+    answer = logged_in(client, role).post("/devices/approve/", {"agent_id": "stranger"})
+    assert answer.status_code == (302 if allowed(role, "owner") else 403)
+    assert Agent.objects.get(agent_id="stranger").approved is allowed(role, "owner")
+
+
 def pending(tool: str = "set_alarm_state") -> PendingConfirmation:
     return PendingConfirmation.objects.create(
         tool=tool,
