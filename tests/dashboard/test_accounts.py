@@ -108,7 +108,9 @@ def test_a_deactivated_account_is_logged_out(client, owner, django_user_model):
     assert other.get("/").status_code == 200
     client.post("/accounts/gus/deactivate/")
     assert other.get("/").status_code == 302  # to the login page
-    assert authenticate(RequestFactory().post("/login/"), username="gus", password="a-long-password-2") is None
+    assert (
+        authenticate(RequestFactory().post("/login/"), username="gus", password="a-long-password-2") is None
+    )
     event = Event.objects.get(action="account.deactivate")
     assert (event.target, event.before, event.after) == (
         "account:gus",
