@@ -29,7 +29,7 @@ urlpatterns = [
     path("invoices/batches/<int:pk>/files/<int:position>/pdf/", invoices.batch_file_pdf, name="batch_pdf"),
     path("activity/", views.activity, name="activity"),
     path("requests/", confirmations.requests, name="requests"),
-    path("requests/<int:pk>/", confirmations.decide, name="decide_request"),
+    path("requests/<int:pk>/", confirmations.request_page, name="request"),
     path("connected-apps/", oauth.connected_apps, name="connected_apps"),
     path("connected-apps/<int:grant_id>/revoke/", oauth.revoke_app, name="revoke_app"),
 ]
