@@ -262,8 +262,10 @@ async def _wait(
             answer = None if asking.exception() is not None else asking.result()
             if answer is not None and answer.get("action") != "accept":
                 return Verdict(False, _refused_in_client(answer))
-        if loop.time() >= deadline:
-            return Verdict(False, f"not approved on the dashboard within {seconds:g} s")
+        if loop.time() >= deadline:  # worded as the owner set it (a stateless round waited less)
+            return Verdict(
+                False, f"not approved on the dashboard within {settings.MCP_CONFIRMATION_SECONDS:g} s"
+            )
         await asyncio.sleep(min(POLL_SECONDS, max(0.0, deadline - loop.time())))
 
 
