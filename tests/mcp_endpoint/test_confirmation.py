@@ -364,3 +364,45 @@ def test_a_stateless_answer_does_not_confirm_other_arguments(home):
         assert done["isError"] is False and selectors.list_lights_on()["on"] == ["salon"]
     finally:
         registry.apply_settings({})
+
+
+def url_client(answer: dict[str, Any], asked: list[ClientRequest], notified: list) -> ToolContext:
+    async def send_request(requests):
+        asked.extend(requests)
+        return [answer for _ in requests]
+
+    async def send_notification(method, params):
+        notified.append((method, params))
+
+    return ToolContext(
+        caller=AGENT,
+        send_request=send_request,
+        send_notification=send_notification,
+        client_capabilities={"elicitation": {"form": {}, "url": {}}},
+    )
+
+
+def test_a_url_mode_client_is_handed_the_hubs_page_and_the_decision_stays_on_the_hub(armed, settings):
+    settings.HUB_URL = "https://hub.example/"
+    asked: list[ClientRequest] = []
+    notified: list = []
+    decided: list[bool] = []
+    owner = owner_answers(True, decided)
+    result = call(*DISARM, url_client({"action": "accept"}, asked, notified))
+    owner.join()
+    assert not result.is_error and selectors.alarm()["armed"] is False
+    request = PendingConfirmation.objects.get()
+    (question,) = asked
+    assert question.params["mode"] == "url"
+    assert question.params["url"] == f"https://hub.example/requests/{request.pk}/"
+    assert notified == [
+        ("notifications/elicitation/complete", {"elicitationId": question.params["elicitationId"]})
+    ]
+
+
+def test_a_url_mode_client_declining_the_page_refuses_the_call(armed, settings):
+    settings.HUB_URL = "https://hub.example"
+    result = call(*DISARM, url_client({"action": "decline"}, [], []))
+    assert result.is_error and "declined in the client" in result.text
+    assert selectors.alarm()["armed"] is True
+    assert PendingConfirmation.objects.get().decision == "expired"
