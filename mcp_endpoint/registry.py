@@ -402,6 +402,8 @@ class Tool:
         if not self.input_schema:
             self.input_schema = _clean_schema(self.input_model.model_json_schema())
         self.header_params = _header_params(self.name, self.input_schema)
+        if self.dangerous_when is not None and not self.annotations.get("destructiveHint"):
+            raise ValueError(f"tool {self.name}: dangerous_when is for a destructive tool")
         if self.output_schema is None and self.output_model is not None:
             self.output_schema = _clean_schema(self.output_model.model_json_schema())
         # A plain function runs in a thread; None for a coroutine function, awaited as it is.
@@ -415,6 +417,9 @@ class Tool:
         the output model its return type, or `output` for a function that returns a plain dict
         (a TypedDict its selector gives, sent as it is: no model is built per call); the
         description defaults to the docstring."""
+        unknown = set(options) - set(ToolOptions.__annotations__)
+        if unknown:  # what the type checker catches, caught where it does not look
+            raise TypeError(f"unknown tool options: {', '.join(sorted(unknown))}")
         hints = get_type_hints(func)
         params = list(inspect.signature(func).parameters)
         output_model = options.get("output") or hints.get("return")

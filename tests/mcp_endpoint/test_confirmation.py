@@ -406,3 +406,15 @@ def test_a_url_mode_client_declining_the_page_refuses_the_call(armed, settings):
     assert result.is_error and "declined in the client" in result.text
     assert selectors.alarm()["armed"] is True
     assert PendingConfirmation.objects.get().decision == "expired"
+
+
+def test_tool_options_are_declared_once_and_checked():
+    tools = ToolRegistry()
+    with pytest.raises(TypeError, match="unknown tool options: stands_for"):
+        tool_on(tools, scope="control", stands_for=lambda arguments: None)(lambda args, ctx: None)
+    with pytest.raises(ValueError, match="dangerous_when is for a destructive tool"):
+
+        @tool_on(tools, scope="control", dangerous_when=lambda args: True)
+        def harmless(args: Nothing, ctx: ToolContext) -> dict:
+            """Does nothing"""
+            return {}
