@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -48,6 +49,8 @@ from django.utils import timezone
 from common.feed import announce
 from mcp_endpoint.models import PendingConfirmation
 from mcp_endpoint.registry import ArgumentError, Caller, ClientRequestError, Tool, ToolContext
+
+logger = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.25
 REQUESTS_GROUP = "confirmations"
@@ -236,7 +239,16 @@ async def _ask_on_hub(tool: Tool, arguments: Any, ctx: ToolContext) -> Verdict:
             if asking.done() and not asking.cancelled():
                 asking.exception()  # the client's answer no longer matters
             asking.cancel()
-            await ctx.notify("notifications/elicitation/complete", {"elicitationId": params["elicitationId"]})
+            await _tell_complete(ctx, params["elicitationId"])
+
+
+async def _tell_complete(ctx: ToolContext, elicitation: str) -> None:
+    """The client may drop the approval page's prompt: the request was decided or lapsed. A
+    client gone by then hears nothing, and the call's outcome stands."""
+    try:
+        await ctx.notify("notifications/elicitation/complete", {"elicitationId": elicitation})
+    except Exception:  # whatever the transport raises for a stream gone
+        logger.debug("could not tell the client that elicitation %s is complete", elicitation)
 
 
 def _refused_in_client(answer: dict[str, Any]) -> str:
