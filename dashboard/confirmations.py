@@ -1,13 +1,16 @@
-"""Dangerous tool calls waiting for the owner (`mcp_endpoint.confirmation`): the Requests page,
-where each is approved or denied, and the banner every dashboard page shows while one waits.
-The call that waits records the outcome in its audit event (approved by whom, denied, lapsed)."""
+"""Dangerous tool calls waiting for a person (`mcp_endpoint.confirmation`): the Requests page,
+each request's own page (the one handed to an MCP client as a URL-mode elicitation), where it
+is approved or denied, and the banner every dashboard page shows while one waits. The call
+that waits records the outcome in its audit event (approved by whom, denied, lapsed). Who may
+decide is an owner who could make the call themselves (`needed_for`); what a decision does is
+`confirmation.decide`'s to say, and these views only carry the person's word to it."""
 
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 
 from common import roles
 from dashboard.access import forbidden, role_required
@@ -37,19 +40,29 @@ def needed_for(pk: int) -> str | None:
     return roles.capability_for_tool(name, tool.scope if tool is not None else None)
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @role_required(roles.DECIDE_REQUESTS)
-def decide(request: HttpRequest, pk: int) -> HttpResponse:
-    needed = needed_for(pk)
-    if needed is not None and not roles.can(request.user, needed):
-        return forbidden(request, needed)
-    approve = request.POST.get("decision") == "approve"
-    if confirmation.decide(pk, approve=approve, by=request.user.get_username()):
-        done = "Approved: the action runs now." if approve else "Denied: nothing was done."
-        messages.success(request, done)
-    else:
-        messages.error(request, "That request no longer waits: it was decided or it lapsed.")
-    return redirect("dashboard:requests")
+def request_page(request: HttpRequest, pk: int) -> HttpResponse:
+    """One request, every argument shown, with Approve and Deny while it waits (for an owner who
+    could make the call themselves)."""
+    row = confirmation.request(pk)
+    if row is None:
+        raise Http404("No such request")
+    if request.method == "POST":
+        needed = needed_for(pk)
+        if needed is not None and not roles.can(request.user, needed):
+            return forbidden(request, needed)
+        approve = request.POST.get("decision") == "approve"
+        if confirmation.decide(pk, approve=approve, by=request.user.get_username()):
+            done = "Approved: the action runs now." if approve else "Denied: nothing was done."
+            messages.success(request, done)
+        else:
+            messages.error(request, "That request no longer waits: it was decided or it lapsed.")
+        if request.POST.get("back") == "request":
+            return redirect("dashboard:request", pk)
+        return redirect("dashboard:requests")
+    context = {"page": "requests", "req": row, "waiting": confirmation.is_open(row)}
+    return render(request, "dashboard/request.html", context)
 
 
 def waiting_requests(request: HttpRequest) -> dict[str, int]:

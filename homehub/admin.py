@@ -23,6 +23,7 @@ TOOL_FIELDS = (
     "name",
     "enabled",
     "needs_confirmation",
+    "client_confirms",
     "description",
     "own_description",
     "title",
@@ -34,7 +35,7 @@ TOOL_FIELDS = (
     "updated_at",
     "updated_by",
 )
-OWNER_SETS = ("enabled", "needs_confirmation", "description")  # the rest is read only
+OWNER_SETS = ("enabled", "needs_confirmation", "client_confirms", "description")  # the rest is read only
 
 
 @admin.register(ToolSetting)
@@ -47,6 +48,7 @@ class ToolSettingAdmin(AuditedAdmin):
         "name",
         "enabled",
         "needs_confirmation",
+        "client_confirms",
         "overridden",
         "scope",
         "annotation_list",
@@ -55,9 +57,9 @@ class ToolSettingAdmin(AuditedAdmin):
         "updated_at",
         "updated_by",
     ]
-    list_editable = ["enabled", "needs_confirmation"]
+    list_editable = ["enabled", "needs_confirmation", "client_confirms"]
     actions = ["disable", "enable"]
-    list_filter = ["enabled", "needs_confirmation", "scope"]
+    list_filter = ["enabled", "needs_confirmation", "client_confirms", "scope"]
     search_fields = ["name", "title", "source", "own_description"]
     fields = TOOL_FIELDS
     readonly_fields = [f for f in TOOL_FIELDS if f not in OWNER_SETS]

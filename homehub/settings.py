@@ -289,6 +289,10 @@ MCP_CLIENT_REQUEST_TIMEOUT_SECONDS = float(os.environ.get("MCP_CLIENT_REQUEST_TI
 # How long a dangerous tool call waits for a person's confirmation (the client's elicitation, or
 # a pending request on the dashboard) before it is refused (mcp_endpoint.confirmation).
 MCP_CONFIRMATION_SECONDS = float(os.environ.get("MCP_CONFIRMATION_SECONDS", 120))
+# The hub's address as its owner's browser reaches it (e.g. https://hub.example.com): set, an
+# MCP client that declared URL-mode elicitation is handed the approval page of its dangerous
+# call at this address; unset, the owner finds it on the dashboard's Requests page only.
+HUB_URL = os.environ.get("HUB_URL", "").strip()
 # Streamable HTTP resumability (SEP-1699): the `retry` a priming event asks of clients, and
 # how many events of a stream, for how long, are kept (in the cache) for a GET resumed with
 # Last-Event-ID.

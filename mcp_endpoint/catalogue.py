@@ -1,5 +1,6 @@
 """The tool catalogue: the owner's settings of every tool (enabled, a description of their
-own, a confirmation mark), kept in `ToolSetting` rows and applied by each process's registry.
+own, a confirmation mark, whether the client's own confirmation is enough), kept in
+`ToolSetting` rows and applied by each process's registry.
 
 The registry never reads the database: each process holds the settings in memory
 (`registry.apply_settings`), loaded when it starts serving (`watcher`, a starter of
@@ -40,11 +41,13 @@ FULL_RELOAD_SECONDS = 60.0
 def load() -> dict[str, ToolSettings]:
     """The settings of the tools whose rows change something, by tool name."""
     rows = ToolSetting.objects.filter(
-        Q(enabled=False) | ~Q(description="") | Q(needs_confirmation=True)
-    ).values_list("name", "enabled", "description", "needs_confirmation")
+        Q(enabled=False) | ~Q(description="") | Q(needs_confirmation=True) | Q(client_confirms=True)
+    ).values_list("name", "enabled", "description", "needs_confirmation", "client_confirms")
     return {
-        name: ToolSettings(enabled=enabled, description=description, needs_confirmation=confirm)
-        for name, enabled, description, confirm in rows
+        name: ToolSettings(
+            enabled=enabled, description=description, needs_confirmation=confirm, client_confirms=client
+        )
+        for name, enabled, description, confirm, client in rows
     }
 
 

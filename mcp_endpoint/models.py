@@ -2,6 +2,8 @@
 outbound endpoints the hub serves, the hub's OAuth server's clients, grants, codes and refresh
 tokens (hashed too; see `mcp_endpoint.oauth`), and the owner's settings of tools (the catalogue)."""
 
+import json
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -192,7 +194,15 @@ class ToolSetting(models.Model):
         help_text="Shown in tools/list instead of the tool's own; blank: its own.",
     )
     needs_confirmation = models.BooleanField(
-        default=False, help_text="The tool asks the user to confirm before it runs."
+        default=False,
+        help_text="Every call on a token's behalf waits for a person's approval on the hub.",
+    )
+    client_confirms = models.BooleanField(
+        "the client's confirmation is enough",
+        default=False,
+        help_text="A dangerous call is run on the client's own confirmation (its user answering "
+        "the client's prompt), instead of waiting for a person's approval on the hub. Only for "
+        "tools whose client you trust to ask a person: a token holder can answer for itself.",
     )
     updated_at = models.DateTimeField(null=True, blank=True, editable=False)
     updated_by = models.CharField(max_length=150, blank=True, editable=False)
@@ -215,9 +225,19 @@ class ToolSetting(models.Model):
 
 
 class PendingConfirmation(models.Model):
-    """A dangerous tool call waiting for a person on the dashboard, because its client cannot
-    ask one (no elicitation): who asked, through which door, for what; and what became of it.
-    The waiting call reads `decision` until it changes or MCP_CONFIRMATION_SECONDS pass."""
+    """A dangerous tool call waiting for a person: who asked, through which door, for what
+    exact call (the tool and a hash of its arguments), and what became of it. The waiting call
+    reads `decision` until it changes or MCP_CONFIRMATION_SECONDS pass, and runs only once it
+    consumed the approval (`consumed_at`): one approval, one run of the call it was made for.
+
+    A `hub` request is decided by a person on the hub (the Requests page, or its own approval
+    page handed to the client as a URL). A `client` one is the question the hub asked a client
+    whose answer is enough for the tool (the catalogue's mark): a nonce, used once, that binds
+    a stateless client's answer to the question, the tool and the arguments."""
+
+    class Kind(models.TextChoices):
+        HUB = "hub"
+        CLIENT = "client"
 
     class Decision(models.TextChoices):
         PENDING = "pending"
@@ -225,9 +245,11 @@ class PendingConfirmation(models.Model):
         DENIED = "denied"
         EXPIRED = "expired"  # no answer in time, or the call went away first
 
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.HUB)
     tool = models.CharField(max_length=64)
     summary = models.TextField(help_text="What will happen, in words.")
     arguments = models.JSONField(default=dict)
+    arguments_hash = models.CharField(max_length=64, blank=True)
     actor = models.CharField(max_length=150)
     interface = models.CharField(max_length=32)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -235,6 +257,7 @@ class PendingConfirmation(models.Model):
     decision = models.CharField(max_length=16, choices=Decision.choices, default=Decision.PENDING)
     decided_by = models.CharField(max_length=150, blank=True)
     decided_at = models.DateTimeField(null=True, blank=True)
+    consumed_at = models.DateTimeField(null=True, blank=True)  # the call it was made for ran
 
     class Meta:
         ordering = ["-created_at"]
@@ -243,6 +266,9 @@ class PendingConfirmation(models.Model):
     def __str__(self) -> str:
         return f"{self.tool} for {self.actor} ({self.decision})"
 
+    def arguments_shown(self) -> str:
+        """Every argument of the call, as JSON laid out for a person to read (never cut)."""
+        return json.dumps(self.arguments, indent=2, ensure_ascii=False, sort_keys=True)
 
 class RateCount(models.Model):
     """How much of one budget (`mcp_endpoint.ratelimit`: a token's tool calls, an address's

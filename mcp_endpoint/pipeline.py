@@ -3,7 +3,8 @@ line protocol, and sync code (REST views, the dashboard, commands) through `call
 
 `call_tool(name, arguments, ctx)` finds the tool among those the caller sees (its own tool
 set, when it has one), checks the caller's scope, counts the call against the caller's rate
-limit, waits for a person's confirmation when the call is dangerous (`confirmation`), runs it,
+limit, waits for a person's confirmation when the call is dangerous (`confirmation`; and when a
+tool runs another on the caller's behalf, of that call too, through `ToolContext.confirm`), runs it,
 maps its failures to `isError` results, records the call's metrics and hands audited callers'
 calls to the registry's observers (refusals included), before the caller answers. A call that
 does not run raises a `CallRefused` (nothing changed); each door words that for its own
@@ -16,6 +17,8 @@ import asyncio
 import json
 import logging
 import time
+from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -95,21 +98,19 @@ async def call_tool(
     if retry_after is not None:
         metrics.record_call(name, "rate_limited", caller.interface)
         await _refuse(tools, caller, tool, arguments, RateLimited(retry_after))
-    verdict = None
-    if confirmation.required(tool, arguments, caller):
-        try:
-            verdict = await confirmation.ask(tool, arguments, ctx)
-        except InputRequired:  # a stateless call's question: the client retries with the answer
-            metrics.record_call(name, "input_required", caller.interface)
-            raise
-        if verdict is not None and not verdict.approved:
-            metrics.record_call(name, "not_confirmed", caller.interface)
-            refusal = NotConfirmed(name, verdict.how)
-            refused = ToolResult(
-                is_error=True, text=refusal.message, reason=refusal, confirmation=verdict.how
-            )
-            await _observe(tools, caller, tool, arguments, refused, 0.0)
-            return refused
+    gate = confirmation.Gate(ctx)
+    try:
+        verdict = await gate.check(tool, arguments)
+    except InputRequired:  # a stateless call's question: the client retries with the answer
+        metrics.record_call(name, "input_required", caller.interface)
+        raise
+    if verdict is not None and not verdict.approved:
+        metrics.record_call(name, "not_confirmed", caller.interface)
+        refusal = NotConfirmed(name, verdict.how)
+        refused = ToolResult(is_error=True, text=refusal.message, reason=refusal, confirmation=verdict.how)
+        await _observe(tools, caller, tool, arguments, refused, 0.0)
+        return refused
+    ctx = replace(ctx, confirmer=partial(_confirm_on_behalf, gate))
     started = time.perf_counter()
     try:
         outcome = await run_tool(tool, arguments, ctx)
@@ -122,12 +123,24 @@ async def call_tool(
         await _observe(tools, caller, tool, arguments, refused, time.perf_counter() - started)
         raise
     elapsed = time.perf_counter() - started
-    if verdict is not None:
-        outcome.confirmation = verdict.how
+    outcome.confirmation = gate.how()
+    if isinstance(outcome.reason, NotConfirmed):
+        metrics.record_call(name, "not_confirmed", caller.interface)
+        await _observe(tools, caller, tool, arguments, outcome, elapsed)
+        return outcome
     metrics.record_call(name, "error" if outcome.is_error else "ok", caller.interface, elapsed)
-    if not outcome.audited or verdict is not None:  # a person's confirmation is always kept
+    if not outcome.audited or outcome.confirmation is not None:  # a person's word is always kept
         await _observe(tools, caller, tool, arguments, outcome, elapsed)
     return outcome
+
+
+async def _confirm_on_behalf(gate: confirmation.Gate, tool: Tool, arguments: Any) -> None:
+    """`ToolContext.confirm` for the tools a call runs on its caller's behalf (a device's tool,
+    judged once the gateway has found it): the same confirmation as the call's own."""
+    verdict = await gate.check(tool, arguments)
+    if verdict is not None and not verdict.approved:
+        refusal = NotConfirmed(tool.name, verdict.how)
+        raise ToolError(refusal.message, reason=refusal)
 
 
 def call_tool_sync(

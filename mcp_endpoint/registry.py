@@ -24,10 +24,11 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, get_type_hints
+from typing import Any, Protocol, TypedDict, get_type_hints
 
 from asgiref.sync import async_to_sync, sync_to_async
 from pydantic import BaseModel, ValidationError
+from typing_extensions import Unpack
 
 from mcp_endpoint.scopes import scopes as declared_scopes
 
@@ -68,6 +69,9 @@ class ClientRequest:
     method: str
     params: dict[str, Any]
     key: str | None = None
+    # Stateless: answered only in a round after the hub asked it (the signed `requestState`
+    # says it did), never by an answer the client sends unasked (a person's confirmation).
+    asked_first: bool = False
 
 
 # MCP's log levels (RFC 5424's severities), least severe first.
@@ -129,6 +133,23 @@ async def no_close() -> None:
     return None
 
 
+async def _no_notification(method: str, params: dict[str, Any]) -> None:
+    return None
+
+
+async def _cannot_confirm(tool: Tool, arguments: Any) -> None:
+    raise ToolError(
+        f"Not run: a call of '{tool.name}' on a token's behalf can be confirmed only through "
+        "the tool-call pipeline"
+    )
+
+
+# Sends one notification to the client (method, params) on the call's stream.
+NotificationSender = Callable[[str, dict[str, Any]], Awaitable[None]]
+# Judges a call a tool makes on its caller's behalf (`ToolContext.confirm`).
+Confirmer = Callable[["Tool", Any], Awaitable[None]]
+
+
 @dataclass
 class ToolContext:
     """What a tool may know of its call: the caller, and ways to report back."""
@@ -143,6 +164,12 @@ class ToolContext:
     # The least severe log level the client wants (its `logging/setLevel`, or a stateless
     # request's own level); None: it wants no logs.
     log_level: str | None = None
+    # A stateless (2026-07-28) request: a question to the client ends the round, and the call
+    # runs again from the start with the answer (`input_rounds`).
+    stateless: bool = False
+    send_notification: NotificationSender = _no_notification
+    # Set by the pipeline for each call (`pipeline.call_tool`): what `confirm` asks.
+    confirmer: Confirmer = _cannot_confirm
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
@@ -174,13 +201,25 @@ class ToolContext:
         if self.logs(level):
             async_to_sync(self.send_log)(level, data, logger)
 
+    async def confirm(self, tool: Tool, arguments: Any) -> None:
+        """Before a tool runs another tool on its caller's behalf (the device gateway, a
+        device's tool, once it has found it): the pipeline's confirmation of that call, as for
+        a call of its own. Returns when it may run; raises ToolError when it may not (a person
+        denied it, or did not answer)."""
+        if self.caller.confirms:
+            await self.confirmer(tool, arguments)
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        """A notification to the client about this call (`notifications/elicitation/complete`)."""
+        await self.send_notification(method, params)
+
     def client_supports(self, capability: str) -> bool:
         """Whether the client declared `capability` ("sampling", "elicitation", "roots"): a
         tool that can do without a question asks only the clients that can answer it."""
         return capability in self.client_capabilities
 
     async def request_client(
-        self, method: str, params: dict[str, Any], *, key: str | None = None
+        self, method: str, params: dict[str, Any], *, key: str | None = None, asked_first: bool = False
     ) -> dict[str, Any]:
         """Send a request to the client in the middle of the call (`sampling/createMessage`,
         `elicitation/create`, `roots/list`) and return its result.
@@ -189,7 +228,7 @@ class ToolContext:
         method needs (the request is answered -32021), and ClientRequestError when the client
         answered with an error or did not answer within MCP_CLIENT_REQUEST_TIMEOUT_SECONDS
         (left uncaught, it becomes the call's `isError` result)."""
-        (answer,) = await self.send_request([ClientRequest(method, params, key)])
+        (answer,) = await self.send_request([ClientRequest(method, params, key, asked_first)])
         return answer
 
     async def request_client_all(self, *requests: ClientRequest) -> list[dict[str, Any]]:
@@ -312,6 +351,22 @@ class ArgumentError(ToolError):
     """The arguments do not match the tool's input schema."""
 
 
+class ToolOptions(TypedDict, total=False):
+    """What `@tool` (and `Tool.from_function`) take besides the function and its scope."""
+
+    name: str  # default: the function's name
+    title: str
+    description: str  # default: the docstring
+    read_only: bool  # the annotations' hints
+    destructive: bool
+    idempotent: bool
+    open_world: bool
+    # The output model of a function that returns a plain dict (a selector's TypedDict).
+    output: type[BaseModel]
+    # Of a destructive tool, which calls are dangerous (`Tool.dangerous_when`).
+    dangerous_when: Callable[[Any], bool]
+
+
 @dataclass
 class Tool:
     name: str
@@ -328,10 +383,13 @@ class Tool:
     input_schema: dict[str, Any] = field(default_factory=dict)
     output_schema: dict[str, Any] | None = None
     meta: dict[str, Any] | None = None
-    needs_confirmation: bool = False
-    # A tool that calls another on the caller's behalf (`call_agent_tool` calls a device's):
-    # the tool a call stands for, from its arguments, whose confirmation rule applies too.
-    stands_for: Callable[[Any], Tool | None] | None = None
+    needs_confirmation: bool = False  # the owner's mark: every call waits for a person
+    # The owner's mark: the client's own answer (its user's, through form elicitation) is
+    # confirmation enough for this tool, which otherwise waits for a person on the hub.
+    client_confirms: bool = False
+    # Which calls of a destructive tool are dangerous, from the parsed arguments (disarming
+    # the alarm is, arming it is not); None: all of them.
+    dangerous_when: Callable[[Any], bool] | None = None
     # Arguments mirrored in `Mcp-Param-<name>` HTTP headers (SEP-2243), by header name: the path
     # of the argument in `arguments`. Read from the input schema's `x-mcp-header` annotations.
     header_params: dict[str, tuple[str, ...]] = field(init=False, default_factory=dict)
@@ -344,6 +402,8 @@ class Tool:
         if not self.input_schema:
             self.input_schema = _clean_schema(self.input_model.model_json_schema())
         self.header_params = _header_params(self.name, self.input_schema)
+        if self.dangerous_when is not None and not self.annotations.get("destructiveHint"):
+            raise ValueError(f"tool {self.name}: dangerous_when is for a destructive tool")
         if self.output_schema is None and self.output_model is not None:
             self.output_schema = _clean_schema(self.output_model.model_json_schema())
         # A plain function runs in a thread; None for a coroutine function, awaited as it is.
@@ -352,46 +412,35 @@ class Tool:
         )
 
     @classmethod
-    def from_function(
-        cls,
-        func: Callable[..., Any],
-        *,
-        scope: str,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        read_only: bool = False,
-        destructive: bool = False,
-        idempotent: bool = False,
-        open_world: bool = False,
-        output: type[BaseModel] | None = None,
-        stands_for: Callable[[Any], Tool | None] | None = None,
-    ) -> Tool:
+    def from_function(cls, func: Callable[..., Any], *, scope: str, **options: Unpack[ToolOptions]) -> Tool:
         """A tool from a plain function: the input model is the type of its first parameter,
         the output model its return type, or `output` for a function that returns a plain dict
         (a TypedDict its selector gives, sent as it is: no model is built per call); the
         description defaults to the docstring."""
+        unknown = set(options) - set(ToolOptions.__annotations__)
+        if unknown:  # what the type checker catches, caught where it does not look
+            raise TypeError(f"unknown tool options: {', '.join(sorted(unknown))}")
         hints = get_type_hints(func)
         params = list(inspect.signature(func).parameters)
-        output_model = output or hints.get("return")
+        output_model = options.get("output") or hints.get("return")
         if not (isinstance(output_model, type) and issubclass(output_model, BaseModel)):
             output_model = None
         return cls(
-            name=name or func.__name__,
-            description=description or inspect.cleandoc(func.__doc__ or ""),
+            name=options.get("name") or func.__name__,
+            description=options.get("description") or inspect.cleandoc(func.__doc__ or ""),
             scope=scope,
             input_model=hints[params[0]],
             output_model=output_model,
             handler=func,
-            title=title,
+            title=options.get("title"),
             source=func.__module__.removesuffix(".mcp_tools"),
             annotations={
-                "readOnlyHint": read_only,
-                "destructiveHint": destructive,
-                "idempotentHint": idempotent,
-                "openWorldHint": open_world,
+                "readOnlyHint": options.get("read_only", False),
+                "destructiveHint": options.get("destructive", False),
+                "idempotentHint": options.get("idempotent", False),
+                "openWorldHint": options.get("open_world", False),
             },
-            stands_for=stands_for,
+            dangerous_when=options.get("dangerous_when"),
         )
 
     def definition(self) -> dict[str, Any]:
@@ -518,6 +567,7 @@ class ToolSettings:
     enabled: bool = True
     description: str = ""  # blank: the tool's own
     needs_confirmation: bool = False
+    client_confirms: bool = False
 
 
 class _Settings:
@@ -545,6 +595,7 @@ class _Settings:
                 tool,
                 description=settings.description or tool.description,
                 needs_confirmation=settings.needs_confirmation or tool.needs_confirmation,
+                client_confirms=settings.client_confirms,
             )
         self.effective[tool.name] = (tool, effective)
         return effective
@@ -678,37 +729,11 @@ class ToolRegistry:
 registry = ToolRegistry()
 
 
-def tool(
-    *,
-    scope: str,
-    name: str | None = None,
-    title: str | None = None,
-    description: str | None = None,
-    read_only: bool = False,
-    destructive: bool = False,
-    idempotent: bool = False,
-    open_world: bool = False,
-    output: type[BaseModel] | None = None,
-    stands_for: Callable[[Any], Tool | None] | None = None,
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def tool(*, scope: str, **options: Unpack[ToolOptions]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare a tool in the hub's registry (see `Tool.from_function`)."""
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
-        registry.register(
-            Tool.from_function(
-                func,
-                scope=scope,
-                name=name,
-                title=title,
-                description=description,
-                read_only=read_only,
-                destructive=destructive,
-                idempotent=idempotent,
-                open_world=open_world,
-                output=output,
-                stands_for=stands_for,
-            )
-        )
+        registry.register(Tool.from_function(func, scope=scope, **options))
         return func
 
     return decorate

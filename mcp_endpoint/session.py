@@ -471,6 +471,8 @@ class ServerSession(ClientRequests, ResourceMethods):
             send_close=ctx.close_stream or no_close,
             client_capabilities=self.client_capabilities(ctx),
             log_level=ctx.log_level,
+            stateless=ctx.stateless,
+            send_notification=lambda method, params: ctx.notify(jsonrpc.notification(method, params)),
         )
 
     def _progress_sender(self, ctx: RequestContext) -> ProgressSender:

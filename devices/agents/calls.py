@@ -47,6 +47,7 @@ REFUSAL_STATUS: dict[type[pipeline.CallRefused], int] = {
     pipeline.UnknownTool: 404,
     pipeline.InsufficientScope: 403,
     pipeline.RateLimited: 429,
+    pipeline.NotConfirmed: 403,  # a person did not approve it (as PATCH /api/alarm answers)
 }
 
 
@@ -61,11 +62,12 @@ async def acall_agent_tool(
 ) -> dict[str, Any]:
     """The device's MCP result (`content`, `structuredContent`, `isError`), through the one
     tool-call pipeline (the `call_agent_tool` tool: scope, rate limit, metrics, audit).
-    Raises the device call's typed failure (a `CallFailed`), or the pipeline's refusal."""
+    Raises the device call's typed failure (a `CallFailed`), or the pipeline's refusal (a
+    `CallRefused`: `NotConfirmed` when the call needed a person's approval and did not get it)."""
     await gateway.start()
     arguments = {"agent_id": agent_id, "tool": tool, "arguments": arguments}
     result = await pipeline.call_tool("call_agent_tool", arguments, ToolContext(caller=caller))
-    if isinstance(result.reason, CallFailed):
+    if isinstance(result.reason, CallFailed | pipeline.CallRefused):  # a person did not confirm it
         raise result.reason
     return result.as_mcp()
 

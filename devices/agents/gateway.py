@@ -12,6 +12,9 @@ channel of the caller's process; a device connected to the caller's own process 
 called directly (its `DeviceLink`). A call ends in a `CallResult` (the device's content and
 isError, as it came) or a `CallFailed` of the type that says why (devices/agents/outcomes.py),
 worded for a model; each door maps it by type (MCP: `as_tool_result` below).
+
+Whether a call waits for a person is judged here too, once the call is routed (`_judge`): on the
+device's tool as the serving process knows it then, not on a view that may lag the device.
 """
 
 from __future__ import annotations
@@ -255,7 +258,7 @@ class DeviceGateway:
         started = time.perf_counter()
         await log.note("debug", f"Calling tool '{tool}' of device '{agent_id}'")
         try:
-            result = await self._route(agent_id, tool, arguments, log)
+            result = await self._route(agent_id, tool, arguments, log, ctx or ToolContext(caller=caller))
         except CallFailed as failure:
             await self._audit(
                 caller, agent_id, tool, arguments, started, {"ok": False, "error": failure.message}
@@ -269,7 +272,9 @@ class DeviceGateway:
             await log.note("debug", f"Device '{agent_id}' answered '{tool}' in {ms:g} ms", ms=ms)
         return result
 
-    async def _route(self, agent_id: str, tool: str, arguments: dict[str, Any], log: _CallLog) -> CallResult:
+    async def _route(
+        self, agent_id: str, tool: str, arguments: dict[str, Any], log: _CallLog, ctx: ToolContext
+    ) -> CallResult:
         link = local_links.get(agent_id)
         agent = self._agents.get(agent_id)
         if link is None or agent is None:
@@ -286,6 +291,7 @@ class DeviceGateway:
         if not any(spec["name"] == tool for spec in agent["tools"]) or not self.enabled(agent_id, tool):
             offered = [spec["name"] for spec in agent["tools"] if self.enabled(agent_id, spec["name"])]
             raise UnknownTool.of(agent_id, tool, offered)
+        await self._judge(agent_id, tool, arguments, ctx)
         timeout = agent["call_timeout"]
         if link is not None:
             return await link.serve(tool, arguments, timeout)
@@ -308,6 +314,18 @@ class DeviceGateway:
         except TimeoutError:
             raise DeviceTimeout.after(agent_id, tool, timeout) from None
         return from_wire(reply)
+
+    async def _judge(self, agent_id: str, tool: str, arguments: dict[str, Any], ctx: ToolContext) -> None:
+        """Before the call leaves for its device: a person's confirmation when this call of the
+        device's tool is dangerous for its caller (`ToolContext.confirm`), judged here, on the
+        tool the call reaches, as this process knows it once routed (refreshed from the
+        database when the device is not its own), whichever name or door the call came by.
+        Fails closed: a tool that cannot be found now is refused, never run unjudged."""
+        name = self.names_of(agent_id).get(tool)
+        target = registry.get(name) if name is not None else None
+        if target is None:
+            raise UnknownTool.of(agent_id, tool, [])
+        await ctx.confirm(target, arguments)
 
     async def _audit(
         self,

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from common.storable import LookupText
 from devices.agents import selectors
 from devices.agents.gateway import as_tool_result, gateway
-from mcp_endpoint.registry import Tool, ToolContext, ToolResult, registry, tool
+from mcp_endpoint.registry import ToolContext, ToolResult, registry, tool
 from mcp_endpoint.scopes import declare_scope
 
 declare_scope("devices", "ESP32 agents: list them and call their tools")
@@ -80,19 +80,8 @@ def list_agents(args: NoArguments, ctx: ToolContext) -> AgentList:
     return AgentList(agents=agents)
 
 
-def _device_tool(arguments: Any) -> Tool | None:
-    """The device's own tool a `call_agent_tool` call stands for (as the owner's catalogue
-    has it), so that a destructive one is confirmed whichever name it is called by."""
-    if not isinstance(arguments, dict):
-        return None
-    agent_id, name = arguments.get("agent_id"), arguments.get("tool")
-    if not (isinstance(agent_id, str) and isinstance(name, str)):
-        return None
-    exposed = gateway.names_of(agent_id).get(name)
-    return registry.get(exposed) if exposed is not None else None
-
-
-@tool(scope="devices", open_world=True, stands_for=_device_tool)
+@tool(scope="devices", open_world=True)
 async def call_agent_tool(args: CallAgentToolInput, ctx: ToolContext) -> ToolResult:
     """Calls one tool of an online ESP32 agent and returns the device's answer"""
+    # A device tool that needs a person's confirmation is judged by the gateway once routed.
     return await as_tool_result(gateway.call(args.agent_id, args.tool, args.arguments, ctx.caller, ctx))

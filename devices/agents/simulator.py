@@ -62,13 +62,17 @@ class FirmwareTool:
     description: str
     properties: dict[str, dict[str, Any]]
     run: Callable[[DeviceState, dict[str, Any]], Any]
+    annotations: dict[str, bool] = field(default_factory=dict)  # e.g. {"destructiveHint": True}
 
     def definition(self) -> dict[str, Any]:
         schema: dict[str, Any] = {"type": "object", "properties": self.properties}
         required = [name for name, prop in self.properties.items() if "default" not in prop]
         if required:
             schema["required"] = required
-        return {"name": self.name, "description": self.description, "inputSchema": schema}
+        definition = {"name": self.name, "description": self.description, "inputSchema": schema}
+        if self.annotations:
+            definition["annotations"] = self.annotations
+        return definition
 
     def arguments(self, given: dict[str, Any]) -> dict[str, Any]:
         """Check and complete the arguments as the firmware's property list does."""

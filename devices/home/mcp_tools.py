@@ -83,7 +83,12 @@ async def set_light_state(args: SetLightInput, ctx: ToolContext) -> dict[str, bo
     return {"ok": True}
 
 
-@tool(scope="control", idempotent=True, destructive=True, output=Outcome)
+def _disarms(args: SetAlarmInput) -> bool:
+    """Disarming is the dangerous direction: arming leaves the house safer."""
+    return not args.armed
+
+
+@tool(scope="control", idempotent=True, destructive=True, dangerous_when=_disarms, output=Outcome)
 async def set_alarm_state(args: SetAlarmInput, ctx: ToolContext) -> dict[str, bool]:
     """Arma o desarma la alarma"""
     await services.aset_alarm_state(args.armed, actor=ctx.caller.actor, interface=ctx.caller.interface)

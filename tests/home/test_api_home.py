@@ -82,19 +82,22 @@ def test_validation_errors(client, home):
 
 
 def test_alarm_and_people(client, home, settings, django_user_model):
-    """The alarm changes for a logged-in person at once; a token's holder waits for a person's
-    confirmation (mcp_endpoint.confirmation), and without one nothing changes."""
+    """The alarm changes for a logged-in person at once; a token's holder arms it at once (the
+    safe direction) but waits for a person's confirmation to disarm it
+    (mcp_endpoint.confirmation), and without one nothing changes."""
     settings.MCP_CONFIRMATION_SECONDS = 0.3
     auth = bearer()
     assert client.get("/api/alarm", **auth).json()["armed"] is False
-    waited = client.patch("/api/alarm", {"armed": True}, content_type="application/json", **auth)
+    arming = client.patch("/api/alarm", {"armed": True}, content_type="application/json", **auth)
+    assert arming.status_code == 200 and arming.json()["armed"] is True
+    waited = client.patch("/api/alarm", {"armed": False}, content_type="application/json", **auth)
     assert waited.status_code == 403
     assert "needs a person's confirmation" in waited.json()["detail"]
-    assert client.get("/api/alarm", **auth).json()["armed"] is False
-    refused = Event.objects.get(action="tool.call", target="tool:set_alarm_state")
+    assert client.get("/api/alarm", **auth).json()["armed"] is True
+    refused = Event.objects.get(action="tool.call", target="tool:set_alarm_state", after__ok=False)
     assert refused.interface == "rest" and "not approved" in refused.after["confirmation"]
     client.force_login(create_account("ana", "pw-long-enough-1"))
-    assert client.patch("/api/alarm", {"armed": True}, content_type="application/json").json()["armed"]
+    assert not client.patch("/api/alarm", {"armed": False}, content_type="application/json").json()["armed"]
     client.logout()
     people = client.get("/api/people", **auth).json()
     assert {p["name"] for p in people} == {"Carlos", "Ana"}

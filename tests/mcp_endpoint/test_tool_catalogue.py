@@ -184,3 +184,23 @@ def test_the_admin_lists_own_and_device_tools_and_an_edit_is_audited_and_applied
         )
     assert registry.get("get_presence") is not None and registry.get(device) is not None
     assert registry.get("set_light_state").needs_confirmation  # the rest of its settings stay
+
+
+def test_the_owner_marks_a_tool_whose_clients_confirmation_is_enough(
+    db, staff_client, django_capture_on_commit_callbacks
+):
+    staff_client.get("/admin/mcp_endpoint/toolsetting/")  # the rows are made
+    row = ToolSetting.objects.get(name="set_alarm_state")
+    form = staff_client.get(f"/admin/mcp_endpoint/toolsetting/{row.pk}/change/").content.decode()
+    assert 'name="client_confirms"' in form and "confirmation is enough" in form.lower()
+    with django_capture_on_commit_callbacks(execute=True):
+        saved = staff_client.post(
+            f"/admin/mcp_endpoint/toolsetting/{row.pk}/change/",
+            {"enabled": "on", "client_confirms": "on"},
+        )
+    assert saved.status_code == 302
+    assert registry.get("set_alarm_state").client_confirms  # applied through the registry
+    assert not registry.get("set_light_state").client_confirms
+    event = Event.objects.get(action="toolsetting.edit")
+    assert (event.actor, event.target) == ("boss", "tool:set_alarm_state")
+    assert event.after == {"client_confirms": True}

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("mcp_endpoint", "0007_pending_confirmation"),
+        ("mcp_endpoint", "0008_confirmation_held"),
     ]
 
     operations = [
