@@ -270,6 +270,7 @@ class PendingConfirmation(models.Model):
         """Every argument of the call, as JSON laid out for a person to read (never cut)."""
         return json.dumps(self.arguments, indent=2, ensure_ascii=False, sort_keys=True)
 
+
 class RateCount(models.Model):
     """How much of one budget (`mcp_endpoint.ratelimit`: a token's tool calls, an address's
     registrations) the hub processes have taken in one fixed window, when they share no Redis."""
