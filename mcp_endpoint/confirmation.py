@@ -55,6 +55,9 @@ logger = logging.getLogger(__name__)
 POLL_SECONDS = 0.25
 REQUESTS_GROUP = "confirmations"
 REQUESTS_CHANGED = "requests.changed"  # the channel-layer message type (`requests_changed`)
+# Requests are kept this long after they lapse (their outcome stays in the call's audit event);
+# older ones go as new ones are made, so the table stays the size of a week's dangerous calls.
+KEEP_ENDED = timedelta(days=7)
 APPROVAL_PAGE = "dashboard:request"  # the URL name of a request's own page, when there is one
 
 Decision = PendingConfirmation.Decision
@@ -306,6 +309,7 @@ def _request(kind: str, tool: Tool, arguments: Any, caller: Caller, *, reuse: bo
         if found is not None:
             return found[0], (found[1] - now).total_seconds()
     seconds = settings.MCP_CONFIRMATION_SECONDS
+    PendingConfirmation.objects.filter(expires_at__lt=now - KEEP_ENDED).delete()
     row = PendingConfirmation.objects.create(
         kind=kind,
         tool=tool.name,

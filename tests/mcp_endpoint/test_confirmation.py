@@ -240,6 +240,27 @@ def test_no_answer_in_time_refuses_and_the_request_lapses(armed, settings):
     assert "not approved" in Event.objects.get(action="tool.call").after["confirmation"]
 
 
+def test_requests_ended_a_week_ago_go_as_new_ones_are_made(armed, settings):
+    settings.MCP_CONFIRMATION_SECONDS = 0.2
+    old = PendingConfirmation.objects.create(
+        tool="set_alarm_state",
+        summary="x",
+        actor="assistant",
+        interface="mcp-http",
+        expires_at=timezone.now() - confirmation.KEEP_ENDED - timedelta(minutes=1),
+    )
+    recent = PendingConfirmation.objects.create(
+        tool="set_alarm_state",
+        summary="x",
+        actor="assistant",
+        interface="mcp-http",
+        expires_at=timezone.now() - timedelta(days=1),
+    )
+    assert call(*DISARM, ToolContext(caller=AGENT)).is_error  # a new request, which lapses
+    kept = set(PendingConfirmation.objects.values_list("pk", flat=True))
+    assert recent.pk in kept and old.pk not in kept and len(kept) == 2
+
+
 def test_an_approval_is_consumed_by_the_call_it_was_made_for(armed):
     row = PendingConfirmation.objects.create(
         tool="set_alarm_state",
