@@ -18,9 +18,9 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from audit.changes import CHANGES_GROUP
 from common import roles
 from common.groups import keep_joined
-from devices.audit.changes import CHANGES_GROUP
 from mcp_endpoint import jsonrpc
 from mcp_endpoint.confirmation import REQUESTS_GROUP
 

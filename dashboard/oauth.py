@@ -12,10 +12,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from audit.models import Event
+from audit.services import record_event
 from common import roles
 from dashboard.access import role_required
-from devices.audit.models import Event
-from devices.audit.services import record_event
 from mcp_endpoint.oauth import consent, grants
 
 DASHBOARD = Event.Interface.DASHBOARD

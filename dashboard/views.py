@@ -16,6 +16,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from audit import selectors as audit_reads
+from audit.models import Event
 from common import roles
 from dashboard.access import role_required, wants_json
 from dashboard.charts import NARROW, line_chart
@@ -25,8 +27,6 @@ from devices.agents import services as agents
 from devices.agents.calls import call_agent_tool, http_status
 from devices.agents.gateway import gateway
 from devices.agents.outcomes import CallFailed
-from devices.audit import selectors as audit_reads
-from devices.audit.models import Event
 from devices.home import selectors as home_reads
 from devices.home import services
 from devices.home.errors import HomeError

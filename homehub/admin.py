@@ -1,6 +1,6 @@
 """The tool catalogue in the admin: every tool the hub offers, its own and its devices', with
 the owner's settings of each. The model is the MCP engine's (`mcp_endpoint.models.ToolSetting`);
-its admin lives here, on top, because its edits are audited (`devices.audit`), which the
+its admin lives here, on top, because its edits are audited (`audit`), which the
 engine may not import."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
-from devices.audit import services as audit
-from devices.audit.admin import AuditedAdmin
+from audit import services as audit
+from audit.admin import AuditedAdmin
 from mcp_endpoint import catalogue
 from mcp_endpoint.models import ToolSetting
 

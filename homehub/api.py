@@ -20,10 +20,10 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError
 from ninja.security import HttpBearer, SessionAuth
 
+from audit.api import router as events_router
 from common import roles
 from common.rest import RestCaller
 from devices.agents.api import router as agents_router
-from devices.audit.api import router as events_router
 from devices.home.api import router as home_router
 from devices.telemetry.api import router as telemetry_router
 from fel.api import router as fel_router

@@ -41,7 +41,7 @@ INSTALLED_APPS = [
     "common",
     "mcp_endpoint",
     "devices",  # the schema's history before the split below (see devices/apps.py)
-    "devices.audit",
+    "audit",
     "devices.home",
     "devices.agents",
     "devices.telemetry",

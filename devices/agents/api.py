@@ -9,13 +9,13 @@ from django.http import HttpRequest
 from ninja import Field, Router, Schema, Status
 from ninja.errors import HttpError
 
+from audit.models import Event
 from common import roles
 from common.rest import Error, Name, need, rest_caller
 from devices.agents import selectors
 from devices.agents.calls import call_agent_tool, http_status
 from devices.agents.gateway import gateway
 from devices.agents.outcomes import CallFailed
-from devices.audit.models import Event
 from mcp_endpoint.pipeline import CallRefused
 from mcp_endpoint.registry import Caller
 

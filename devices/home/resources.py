@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from audit.changes import CHANGE_EVENT, CHANGES_GROUP
 from common.storable import is_storable
-from devices.audit.changes import CHANGE_EVENT, CHANGES_GROUP
 from devices.home import selectors
 from devices.home.models import Light
 from mcp_endpoint.resources import Prompt, PromptArgument, Resource, ResourceNotFound, ResourceTemplate

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from devices.audit.changes import CHANGE_EVENT, CHANGES_GROUP
+from audit.changes import CHANGE_EVENT, CHANGES_GROUP
 from devices.telemetry import selectors
 from mcp_endpoint.resources import Resource, ResourceNotFound, ResourceTemplate
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from datetime import tzinfo
 
+from audit.models import Event
 from devices.agents.services import register_agent
-from devices.audit.models import Event
 from devices.home.services import seed_home
 from devices.mqtt.simulator import UNITS
 from devices.telemetry.models import TelemetryReading

@@ -13,6 +13,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
+from audit.models import Event
 from common.groups import receive_forever
 from devices.agents import agent_channels, outcomes
 from devices.agents.calls import HTTP_STATUS, http_status
@@ -30,7 +31,6 @@ from devices.agents.outcomes import (
     UnknownAgent,
     UnknownTool,
 )
-from devices.audit.models import Event
 from mcp_endpoint.client import McpClient
 from mcp_endpoint.registry import Caller
 from mcp_endpoint.tokens import create_token

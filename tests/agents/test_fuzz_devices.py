@@ -16,13 +16,13 @@ from django.test import override_settings
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from audit.models import Event
 from common.mqtt.connection import BrokerConfig
 from dashboard.consumers import HomeConsumer
 from dashboard.toolforms import arguments_from, fields_for
 from devices.agents.models import Agent
 from devices.agents.mqtt_link import AnnouncementError, parse_announcement
 from devices.agents.services import register_agent
-from devices.audit.models import Event
 from devices.home.mqtt import CommandError, parse_switch
 from devices.home.services import seed_home
 from devices.mqtt.worker import Worker

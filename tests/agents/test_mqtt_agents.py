@@ -6,8 +6,8 @@ import time
 
 import pytest
 
+from audit.models import Event
 from devices.agents.models import Agent, AgentTool
-from devices.audit.models import Event
 from devices.home.models import Light
 from devices.mqtt.simulator import SimulatedMqttAgent
 from devices.telemetry.models import RejectedMessage

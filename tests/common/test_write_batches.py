@@ -7,8 +7,8 @@ import threading
 import pytest
 from django.db import transaction
 
+from audit.models import Event
 from common.write_batches import batched
-from devices.audit.models import Event
 from devices.home import services
 from devices.home.errors import LightNotFound
 from devices.home.models import Light

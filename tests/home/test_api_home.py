@@ -6,8 +6,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
+from audit.models import Event
 from devices.agents.models import Agent, AgentTool
-from devices.audit.models import Event
 from devices.home import services
 from devices.home.models import Light
 from devices.telemetry.models import TelemetryReading

@@ -20,7 +20,7 @@ from django.core import signing
 from django.utils import timezone
 from pydantic import BaseModel
 
-from devices.audit.models import Event
+from audit.models import Event
 from devices.home import selectors, services
 from mcp_endpoint import confirmation
 from mcp_endpoint.input_rounds import SALT

@@ -14,8 +14,8 @@ from asgiref.sync import async_to_sync
 from channels.testing import HttpCommunicator, WebsocketCommunicator
 from pydantic import BaseModel
 
+from audit.models import Event
 from devices.agents.services import register_agent
-from devices.audit.models import Event
 from devices.home.models import Light
 from devices.home.services import seed_home
 from devices.telemetry.ingest import Ingestor, Source

@@ -7,7 +7,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from pydantic import BaseModel
 
-from devices.audit.models import Event
+from audit.models import Event
 from devices.home.models import Light
 from mcp_endpoint import jsonrpc
 from mcp_endpoint import session as engine

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from asgiref.sync import async_to_sync
 
-from devices.audit.models import Event
+from audit.models import Event
 from devices.home.models import Light
 from mcp_endpoint import tokens
 from mcp_endpoint.models import OAuthClient, RefreshToken

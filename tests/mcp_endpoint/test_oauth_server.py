@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import pytest
 from django.utils import timezone
 
-from devices.audit.models import Event
+from audit.models import Event
 from mcp_endpoint import tokens
 from mcp_endpoint.models import AccessToken, OAuthClient, OAuthGrant, RefreshToken
 from mcp_endpoint.oauth import client_documents

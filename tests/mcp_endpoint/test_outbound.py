@@ -12,7 +12,7 @@ import logging
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 
-from devices.audit.models import Event
+from audit.models import Event
 from devices.home.models import Light
 from devices.home.services import seed_home
 from mcp_endpoint.endpoints import save_endpoint

@@ -7,11 +7,11 @@ import pytest
 from asgiref.sync import async_to_sync
 from pydantic import BaseModel
 
+from audit.models import Event
 from devices.agents.gateway import gateway
 from devices.agents.models import Agent, AgentTool
 from devices.agents.names import exposed_name
 from devices.agents.outcomes import UnknownTool as UnknownDeviceTool
-from devices.audit.models import Event
 from mcp_endpoint import catalogue, jsonrpc
 from mcp_endpoint.models import ToolSetting
 from mcp_endpoint.pipeline import UnknownTool, call_tool

@@ -8,12 +8,12 @@ from typing import Any
 from django.contrib import admin
 from django.db.models import Model
 
-from devices.audit import services
-from devices.audit.models import Event
+from audit import services
+from audit.models import Event
 
 
 class AuditedAdmin(admin.ModelAdmin):
-    """Adds, edits and deletes go through `devices.audit.services`, each with its audit event
+    """Adds, edits and deletes go through `audit.services`, each with its audit event
     named by `audit_target` (target, and how the change is announced)."""
 
     def audit_target(self, row: Any) -> tuple[str, dict[str, Any]]:

@@ -16,9 +16,9 @@ from typing import Any
 
 from django.conf import settings
 
+from audit.services import record_event
 from common.storable import bounded_json, storable_text
 from common.write_batches import batched
-from devices.audit.services import record_event
 from mcp_endpoint.registry import Caller, Tool, ToolResult
 
 MAX_ARGUMENTS_CHARS = 2000

@@ -1,8 +1,8 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from audit.services import prune_events
 from common.pruning import parse_age
-from devices.audit.services import prune_events
 
 
 class Command(BaseCommand):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from devices.audit.models import Event
+from audit.models import Event
 
 
 def events(*, interface: str = "", actor: str = "", target: str = "", action: str = "") -> QuerySet[Event]:

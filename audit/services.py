@@ -11,9 +11,9 @@ from django.db import transaction
 from django.db.models import Model
 from django.utils import timezone
 
+from audit.changes import announce_change
+from audit.models import Event
 from common.pruning import delete_in_chunks
-from devices.audit.changes import announce_change
-from devices.audit.models import Event
 
 
 def record_event(
@@ -27,7 +27,7 @@ def record_event(
     broadcast: dict[str, Any] | None = None,
 ) -> Event:
     """Write one audit event (in the caller's transaction, if any); with `broadcast`, also
-    announce the change to every process once it commits (`devices.audit.changes`)."""
+    announce the change to every process once it commits (`audit.changes`)."""
     event = Event.objects.create(
         actor=actor[:150], interface=interface, action=action, target=target, before=before, after=after
     )

@@ -8,10 +8,10 @@ from typing import Annotated, Any
 from django.http import HttpRequest
 from ninja import Query, Router, Schema
 
+from audit import selectors
+from audit.models import Event
 from common import roles
 from common.rest import Filter, Limit, Offset, need
-from devices.audit import selectors
-from devices.audit.models import Event
 
 router = Router(tags=["events"])
 
