@@ -268,7 +268,7 @@ def main() -> int:
 
     from devices.agents.services import register_agent
     from devices.home.services import seed_home
-    from mcp_endpoint.tokens import create_token
+    from mcp_endpoint.auth.tokens import create_token
 
     call_command("migrate", verbosity=0)
     seed_home()

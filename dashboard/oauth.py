@@ -1,6 +1,6 @@
 """The owner's OAuth pages: the consent page of the hub's authorization endpoint (a hosted
 connector sends the owner here, logged in first) and Connected apps, where access is revoked.
-Thin views over `mcp_endpoint.oauth.consent` and `.grants`; granting and revoking are audited
+Thin views over `mcp_endpoint.auth.oauth.consent` and `.grants`; granting and revoking are audited
 here (the MCP engine imports no app)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from audit.models import Event
 from audit.services import record_event
 from common import roles
 from dashboard.access import role_required
-from mcp_endpoint.oauth import consent, grants
+from mcp_endpoint.auth.oauth import consent, grants
 
 DASHBOARD = Event.Interface.DASHBOARD
 

@@ -34,9 +34,9 @@ from devices.mqtt import status as mqtt_status
 from devices.telemetry import selectors as telemetry_reads
 from devices.xiaozhi import selectors as xiaozhi_reads
 from devices.xiaozhi import services as xiaozhi
-from mcp_endpoint import endpoints as mcp_endpoints
-from mcp_endpoint.pipeline import CallRefused, call_tool_or_raise
-from mcp_endpoint.registry import Caller
+from mcp_endpoint.engine.pipeline import CallRefused, call_tool_or_raise
+from mcp_endpoint.engine.registry import Caller
+from mcp_endpoint.transports.outbound import endpoints as mcp_endpoints
 
 DASHBOARD = Event.Interface.DASHBOARD
 EVENTS_PER_PAGE = 25

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from audit import services as audit
 from audit.admin import AuditedAdmin
-from mcp_endpoint import catalogue
+from mcp_endpoint.controls import catalogue
 from mcp_endpoint.models import ToolSetting
 
 TOOL_FIELDS = (

@@ -28,9 +28,9 @@ from devices.home.api import router as home_router
 from devices.telemetry.api import router as telemetry_router
 from fel.api import router as fel_router
 from fel.batch_api import router as batch_router
-from mcp_endpoint.pipeline import CallRefused, InsufficientScope, NotConfirmed, RateLimited
-from mcp_endpoint.scopes import scopes
-from mcp_endpoint.tokens import authenticate
+from mcp_endpoint.auth.scopes import scopes
+from mcp_endpoint.auth.tokens import authenticate
+from mcp_endpoint.engine.pipeline import CallRefused, InsufficientScope, NotConfirmed, RateLimited
 
 logger = logging.getLogger(__name__)
 

@@ -9,12 +9,12 @@ from django.utils.decorators import method_decorator
 from django.views.decorators.debug import sensitive_post_parameters
 
 from common import roles
-from mcp_endpoint.endpoint_urls import MAX_URL_LENGTH, mask_url, validate_endpoint_url
-from mcp_endpoint.endpoints import parse_tools
+from mcp_endpoint.auth.oauth.clients import shown_host
+from mcp_endpoint.auth.scopes import scopes
+from mcp_endpoint.auth.tokens import create_token, forget, revoke_all
 from mcp_endpoint.models import AccessToken, OAuthClient, OAuthGrant, OutboundEndpoint
-from mcp_endpoint.oauth.clients import shown_host
-from mcp_endpoint.scopes import scopes
-from mcp_endpoint.tokens import create_token, forget, revoke_all
+from mcp_endpoint.transports.outbound.endpoint_urls import MAX_URL_LENGTH, mask_url, validate_endpoint_url
+from mcp_endpoint.transports.outbound.endpoints import parse_tools
 
 
 def scope_choices() -> list[tuple[str, str]]:

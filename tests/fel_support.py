@@ -7,7 +7,7 @@ from pathlib import Path
 
 from asgiref.sync import async_to_sync
 
-from mcp_endpoint.registry import Caller, ToolContext, ToolResult, registry
+from mcp_endpoint.engine.registry import Caller, ToolContext, ToolResult, registry
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "fel"
 REAL = sorted((FIXTURES / "real").glob("*.xml"))

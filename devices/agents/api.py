@@ -16,8 +16,8 @@ from devices.agents import selectors
 from devices.agents.calls import call_agent_tool, http_status
 from devices.agents.gateway import gateway
 from devices.agents.outcomes import CallFailed
-from mcp_endpoint.pipeline import CallRefused
-from mcp_endpoint.registry import Caller
+from mcp_endpoint.engine.pipeline import CallRefused
+from mcp_endpoint.engine.registry import Caller
 
 REST = Event.Interface.REST
 router = Router(tags=["agents"])

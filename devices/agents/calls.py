@@ -1,5 +1,5 @@
 """Calling an ESP32 agent's tool from the dashboard or the REST API: through the one
-tool-call pipeline (`mcp_endpoint.pipeline`, the `call_agent_tool` tool), as an MCP client
+tool-call pipeline (`mcp_endpoint.engine.pipeline`, the `call_agent_tool` tool), as an MCP client
 calls it; the gateway (`devices.agents.gateway`) routes the call to whichever hub process
 holds the device's connection and audits it. This module adapts that for sync views, and
 gives each failure type its HTTP status (`http_status`), which both doors answer.
@@ -25,8 +25,8 @@ from devices.agents.outcomes import (
     UnknownAgent,
     UnknownTool,
 )
-from mcp_endpoint import pipeline
-from mcp_endpoint.registry import Caller, ToolContext
+from mcp_endpoint.engine import pipeline
+from mcp_endpoint.engine.registry import Caller, ToolContext
 
 STOP_CHECK_SECONDS = 0.25  # how often a waiting thread checks that the serving loop still runs
 

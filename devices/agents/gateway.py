@@ -44,7 +44,7 @@ from devices.agents.outcomes import (
     from_wire,
 )
 from devices.agents.services import arecord_agent_call
-from mcp_endpoint.registry import Caller, LogRecord, Tool, ToolContext, ToolError, ToolResult, registry
+from mcp_endpoint.engine.registry import Caller, LogRecord, Tool, ToolContext, ToolError, ToolResult, registry
 
 logger = logging.getLogger(__name__)
 

@@ -33,7 +33,7 @@ MAX_AUDIT_CHARS = 2000
 
 
 def hash_device_token(token: str) -> str:
-    # Tokens are 256-bit random: a fast hash is enough (see mcp_endpoint.tokens).
+    # Tokens are 256-bit random: a fast hash is enough (see mcp_endpoint.auth.tokens).
     return hashlib.sha256(token.encode()).hexdigest()
 
 

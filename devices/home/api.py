@@ -12,8 +12,8 @@ from common import roles
 from common.rest import Error, Name, need, rest_caller
 from devices.home import selectors, services
 from devices.home.errors import LightNotFound, PersonNotFound
-from mcp_endpoint.pipeline import call_tool_or_raise
-from mcp_endpoint.registry import Caller
+from mcp_endpoint.engine.pipeline import call_tool_or_raise
+from mcp_endpoint.engine.registry import Caller
 
 REST = Event.Interface.REST
 router = Router(tags=["home"])

@@ -31,7 +31,7 @@ from common.groups import channel_layer, keep_joined, receive_forever
 from common.mqtt import topics
 from devices.home import selectors, services
 from devices.home.errors import HomeError
-from mcp_endpoint import jsonrpc
+from mcp_endpoint.engine import jsonrpc
 
 logger = logging.getLogger(__name__)
 

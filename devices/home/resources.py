@@ -9,7 +9,7 @@ from audit.changes import CHANGE_EVENT, CHANGES_GROUP
 from common.storable import is_storable
 from devices.home import selectors
 from devices.home.models import Light
-from mcp_endpoint.resources import Prompt, PromptArgument, Resource, ResourceNotFound, ResourceTemplate
+from mcp_endpoint.engine.providers import Prompt, PromptArgument, Resource, ResourceNotFound, ResourceTemplate
 
 STATE = "home://state"
 ALARM = "home://alarm"

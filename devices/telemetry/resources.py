@@ -8,7 +8,7 @@ from typing import Any
 
 from audit.changes import CHANGE_EVENT, CHANGES_GROUP
 from devices.telemetry import selectors
-from mcp_endpoint.resources import Resource, ResourceNotFound, ResourceTemplate
+from mcp_endpoint.engine.providers import Resource, ResourceNotFound, ResourceTemplate
 
 SENSORS = "home://sensors/latest"
 

@@ -52,7 +52,7 @@ from devices.agents import services as agent_services
 from devices.agents.models import Agent
 from devices.xiaozhi.models import Activation
 from devices.xiaozhi.mqtt_config import mqtt_section
-from mcp_endpoint import jsonrpc
+from mcp_endpoint.engine import jsonrpc
 
 DEVICE = Event.Interface.DEVICE
 # After the first hand-out of a device token, check-ins get a fresh one for this long, until the

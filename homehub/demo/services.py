@@ -15,9 +15,9 @@ from devices.telemetry.parsing import Reading
 from devices.telemetry.services import Batch, store_batch
 from homehub.demo.catalogue import DemoAgent
 from homehub.demo.climate import Room
+from mcp_endpoint.auth.scopes import scopes
+from mcp_endpoint.auth.tokens import create_token, revoke_all
 from mcp_endpoint.models import AccessToken
-from mcp_endpoint.scopes import scopes
-from mcp_endpoint.tokens import create_token, revoke_all
 
 ACTOR = "demo"
 TOKEN_NAME = "demo"

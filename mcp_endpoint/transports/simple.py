@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any, BinaryIO
 
-from mcp_endpoint.jsonrpc import dumps, loads
-from mcp_endpoint.pipeline import CallRefused, InsufficientScope, UnknownTool, call_tool
-from mcp_endpoint.registry import Caller, ToolContext, ToolRegistry, registry
+from mcp_endpoint.engine.jsonrpc import dumps, loads
+from mcp_endpoint.engine.pipeline import CallRefused, InsufficientScope, UnknownTool, call_tool
+from mcp_endpoint.engine.registry import Caller, ToolContext, ToolRegistry, registry
 from mcp_endpoint.transports.lines import LineTooLong, LineWriter, read_lines
 
 PROTOCOL_VERSION = "0.1.0"

@@ -31,9 +31,9 @@ from devices.agents.outcomes import (
     UnknownAgent,
     UnknownTool,
 )
-from mcp_endpoint.client import McpClient
-from mcp_endpoint.registry import Caller
-from mcp_endpoint.tokens import create_token
+from mcp_endpoint.auth.tokens import create_token
+from mcp_endpoint.client.mcp_client import McpClient
+from mcp_endpoint.engine.registry import Caller
 from tests.mcp_helpers import Peer
 
 AGENT = "scripted-device"

@@ -29,9 +29,9 @@ from devices.mqtt.worker import Worker
 from devices.telemetry.ingest import Ingestor, Source
 from devices.telemetry.models import RejectedMessage, TelemetryReading
 from homehub.asgi import application
-from mcp_endpoint.client import McpClient, RemoteError
-from mcp_endpoint.registry import Caller
-from mcp_endpoint.session import ServerSession
+from mcp_endpoint.client.mcp_client import McpClient, RemoteError
+from mcp_endpoint.engine.registry import Caller
+from mcp_endpoint.engine.session import ServerSession
 from tests.fuzz_support import (
     DEEP_ARRAY,
     FUZZ,

@@ -164,7 +164,7 @@ def test_lights_and_alarm_state_out_and_commands_in(live_env, staff_client, tmp_
         # A change through another door (the REST API of the same hub) goes out too.
         import httpx
 
-        from mcp_endpoint.tokens import create_token
+        from mcp_endpoint.auth.tokens import create_token
 
         rest = create_token("rest", ["control"])[1]
         changed = httpx.patch(

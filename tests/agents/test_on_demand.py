@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from asgiref.sync import async_to_sync
 
 from devices.agents.models import Agent, AgentTool
-from mcp_endpoint.tokens import create_token
+from mcp_endpoint.auth.tokens import create_token
 from tests.mcp_helpers import Peer
 
 MAC = "aa:bb:cc:dd:ee:01"

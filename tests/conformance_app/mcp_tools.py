@@ -25,8 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mcp_endpoint.registry import ClientRequest, Tool, ToolContext, ToolError, ToolResult, registry, tool
-from mcp_endpoint.resources import (
+from mcp_endpoint.engine.providers import (
     Prompt,
     PromptArgument,
     Resource,
@@ -34,6 +33,15 @@ from mcp_endpoint.resources import (
     ResourceNotFound,
     ResourceTemplate,
     resources,
+)
+from mcp_endpoint.engine.registry import (
+    ClientRequest,
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolResult,
+    registry,
+    tool,
 )
 
 # A 1x1 red PNG and a tiny silent WAV.

@@ -14,7 +14,7 @@ from audit.services import record_event
 from dashboard.consumers import HomeConsumer
 from devices.agents.models import Agent, AgentTool
 from devices.home.models import Alarm, Light, Person
-from mcp_endpoint.confirmation import decide
+from mcp_endpoint.controls.confirmation import decide
 from mcp_endpoint.models import OAuthGrant, PendingConfirmation
 from tests.hub_support import create_account
 from tests.oauth_support import pkce

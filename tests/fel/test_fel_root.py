@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from mcp_endpoint.registry import ToolError, registry
+from mcp_endpoint.engine.registry import ToolError, registry
 from tests.fel_support import SAT_SAMPLE, call, make_root
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,7 @@ from devices.agents.models import Agent, AgentTool
 from devices.home import services
 from devices.home.models import Light
 from devices.telemetry.models import TelemetryReading
-from mcp_endpoint.tokens import create_token
+from mcp_endpoint.auth.tokens import create_token
 from tests.hub_support import create_account
 from tests.telemetry_support import store_readings
 
@@ -84,7 +84,7 @@ def test_validation_errors(client, home):
 def test_alarm_and_people(client, home, settings, django_user_model):
     """The alarm changes for a logged-in person at once; a token's holder arms it at once (the
     safe direction) but waits for a person's confirmation to disarm it
-    (mcp_endpoint.confirmation), and without one nothing changes."""
+    (mcp_endpoint.controls.confirmation), and without one nothing changes."""
     settings.MCP_CONFIRMATION_SECONDS = 0.3
     auth = bearer()
     assert client.get("/api/alarm", **auth).json()["armed"] is False

@@ -21,8 +21,8 @@ from devices.home.services import seed_home
 from devices.telemetry.ingest import Ingestor, Source
 from devices.telemetry.models import TelemetryReading
 from homehub.asgi import application
-from mcp_endpoint import jsonrpc
-from mcp_endpoint.registry import ToolContext, ToolRegistry
+from mcp_endpoint.engine import jsonrpc
+from mcp_endpoint.engine.registry import ToolContext, ToolRegistry
 from tests.mcp_helpers import LEGACY_INIT, Peer, ToolSet, tool_on
 from tests.mqtt_support import wait_until
 

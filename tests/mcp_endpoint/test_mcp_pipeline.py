@@ -1,12 +1,12 @@
-"""The one tool-call pipeline (mcp_endpoint.pipeline), from sync code and through seed 000's line
+"""The one tool-call pipeline (mcp_endpoint.engine.pipeline), from sync code and through seed 000's line
 protocol: scope, rate limit, error mapping and the audit observers, whatever the door."""
 
 import pytest
 from asgiref.sync import async_to_sync
 from pydantic import BaseModel
 
-from mcp_endpoint.pipeline import InsufficientScope, RateLimited, UnknownTool, call_tool_sync
-from mcp_endpoint.registry import Caller, ToolContext, ToolError, ToolRegistry
+from mcp_endpoint.engine.pipeline import InsufficientScope, RateLimited, UnknownTool, call_tool_sync
+from mcp_endpoint.engine.registry import Caller, ToolContext, ToolError, ToolRegistry
 from mcp_endpoint.transports.simple import handle_line
 from tests.mcp_helpers import tool_on
 
@@ -88,7 +88,7 @@ def test_the_line_protocol_hides_tools_out_of_scope_with_seed_000s_text():
 def test_a_caller_with_a_tool_set_sees_and_calls_only_those():
     """An outbound endpoint's caller: its chosen tools only, within its scopes, in `tools/list`
     and in calls (any other is unknown to it, refused before it runs)."""
-    from mcp_endpoint.session import ServerSession
+    from mcp_endpoint.engine.session import ServerSession
 
     reg, _ = registry_with_observer()
     caller = Caller("kitchen", "mcp-endpoint", frozenset({"read", "control"}), tools=frozenset({"greet"}))

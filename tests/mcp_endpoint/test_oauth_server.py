@@ -12,10 +12,10 @@ import pytest
 from django.utils import timezone
 
 from audit.models import Event
-from mcp_endpoint import tokens
+from mcp_endpoint.auth import tokens
+from mcp_endpoint.auth.oauth import client_documents
+from mcp_endpoint.auth.oauth.client_documents import ClientDocumentError
 from mcp_endpoint.models import AccessToken, OAuthClient, OAuthGrant, RefreshToken
-from mcp_endpoint.oauth import client_documents
-from mcp_endpoint.oauth.client_documents import ClientDocumentError
 from tests.conftest import free_port
 from tests.hub_support import create_account
 from tests.oauth_support import make_certificate, pkce, served_documents

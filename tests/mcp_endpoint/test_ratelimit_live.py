@@ -4,7 +4,7 @@ its budget)."""
 
 import pytest
 
-from mcp_endpoint import tokens
+from mcp_endpoint.auth import tokens
 from mcp_endpoint.models import RateCount
 from tests.hub_support import running_hub
 from tests.mcp_endpoint.test_oauth_live import call_tool

@@ -6,8 +6,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
+from mcp_endpoint.auth.tokens import authenticate, bearer_token, create_token, revoke
 from mcp_endpoint.models import AccessToken
-from mcp_endpoint.tokens import authenticate, bearer_token, create_token, revoke
 
 pytestmark = pytest.mark.django_db
 

@@ -12,10 +12,11 @@ from devices.agents.gateway import gateway
 from devices.agents.models import Agent, AgentTool
 from devices.agents.names import exposed_name
 from devices.agents.outcomes import UnknownTool as UnknownDeviceTool
-from mcp_endpoint import catalogue, jsonrpc
+from mcp_endpoint.controls import catalogue
+from mcp_endpoint.engine import jsonrpc
+from mcp_endpoint.engine.pipeline import UnknownTool, call_tool
+from mcp_endpoint.engine.registry import Caller, ToolContext, ToolRegistry, ToolSettings, registry
 from mcp_endpoint.models import ToolSetting
-from mcp_endpoint.pipeline import UnknownTool, call_tool
-from mcp_endpoint.registry import Caller, ToolContext, ToolRegistry, ToolSettings, registry
 from tests.mcp_helpers import Peer, tool_on
 
 AGENT = "kitchen-speaker"

@@ -5,9 +5,9 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from mcp_endpoint.endpoint_urls import mask_url
-from mcp_endpoint.endpoints import save_endpoint, tools_not_served
-from mcp_endpoint.scopes import scopes as declared_scopes
+from mcp_endpoint.auth.scopes import scopes as declared_scopes
+from mcp_endpoint.transports.outbound.endpoint_urls import mask_url
+from mcp_endpoint.transports.outbound.endpoints import save_endpoint, tools_not_served
 
 DEFAULT_SCOPES = "read,control"
 

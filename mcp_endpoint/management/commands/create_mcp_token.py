@@ -4,8 +4,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from mcp_endpoint.scopes import scopes as declared_scopes
-from mcp_endpoint.tokens import create_token, parse_scopes
+from mcp_endpoint.auth.scopes import scopes as declared_scopes
+from mcp_endpoint.auth.tokens import create_token, parse_scopes
 
 
 class Command(BaseCommand):
