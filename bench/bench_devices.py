@@ -277,7 +277,7 @@ def main() -> int:
             register_agent(agent_id(i), transport="ws", actor="bench", interface="system")[1]
             for i in range(args.max_devices)
         ]
-    llm_token = create_token("bench", ["devices"])[1]
+    llm_token = create_token("bench", ["devices"], actor="bench", interface="system")[1]
 
     import httpx
 

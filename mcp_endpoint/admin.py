@@ -17,14 +17,18 @@ from django.views.decorators.debug import sensitive_post_parameters
 
 from audit import services as audit
 from audit.admin import AuditedAdmin
+from audit.models import Event
 from common import roles
 from mcp_endpoint.auth.oauth.clients import shown_host
 from mcp_endpoint.auth.scopes import scopes
-from mcp_endpoint.auth.tokens import create_token, forget, revoke_all
+from mcp_endpoint.auth.tokens import create_token, forget, record_token_edit, revoke_all, token_view
 from mcp_endpoint.controls import catalogue
 from mcp_endpoint.models import AccessToken, OAuthClient, OAuthGrant, OutboundEndpoint, ToolSetting
+from mcp_endpoint.transports.outbound import endpoints
 from mcp_endpoint.transports.outbound.endpoint_urls import MAX_URL_LENGTH, mask_url, validate_endpoint_url
 from mcp_endpoint.transports.outbound.endpoints import parse_tools
+
+ADMIN = Event.Interface.ADMIN
 
 
 def scope_choices() -> list[tuple[str, str]]:
@@ -79,12 +83,21 @@ class AccessTokenAdmin(admin.ModelAdmin):
         return roles.can(request.user, roles.MANAGE_TOKENS) and super().has_delete_permission(request, obj)
 
     def save_model(self, request: HttpRequest, obj: AccessToken, form: AccessTokenForm, change: bool) -> None:
+        actor = request.user.get_username()
         if change:
-            super().save_model(request, obj, form, change)
+            before = token_view(AccessToken.objects.get(pk=obj.pk))
+            with transaction.atomic():
+                super().save_model(request, obj, form, change)
+                record_token_edit(obj, before, actor=actor, interface=ADMIN)
             forget([obj.key_id])  # a revocation or expiry set here applies at once
             return
         token, secret = create_token(
-            obj.name, form.cleaned_data["scopes"], owner=obj.owner, expires_at=obj.expires_at
+            obj.name,
+            form.cleaned_data["scopes"],
+            actor=actor,
+            interface=ADMIN,
+            owner=obj.owner,
+            expires_at=obj.expires_at,
         )
         obj.pk = token.pk
         obj.refresh_from_db()
@@ -96,7 +109,7 @@ class AccessTokenAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke selected tokens")
     def revoke(self, request: HttpRequest, queryset: QuerySet[AccessToken]) -> None:
-        count = revoke_all(queryset)
+        count = revoke_all(queryset, actor=request.user.get_username(), interface=ADMIN)
         self.message_user(request, f"{count} token(s) revoked.", messages.SUCCESS)
 
 
@@ -195,6 +208,20 @@ class OutboundEndpointAdmin(admin.ModelAdmin):
     @admin.display(description="last error")
     def short_error(self, obj: OutboundEndpoint) -> str:
         return obj.last_error[:80]
+
+    def save_model(
+        self, request: HttpRequest, obj: OutboundEndpoint, form: OutboundEndpointForm, change: bool
+    ) -> None:
+        with transaction.atomic():
+            old = OutboundEndpoint.objects.select_for_update().get(pk=obj.pk) if change else None
+            super().save_model(request, obj, form, change)
+            endpoints.record_change(obj, old, actor=request.user.get_username(), interface=ADMIN)
+
+    def delete_model(self, request: HttpRequest, obj: OutboundEndpoint) -> None:
+        endpoints.delete_endpoints([obj], actor=request.user.get_username(), interface=ADMIN)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[OutboundEndpoint]) -> None:
+        endpoints.delete_endpoints(queryset, actor=request.user.get_username(), interface=ADMIN)
 
     @method_decorator(sensitive_post_parameters("url"))
     def changeform_view(

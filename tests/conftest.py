@@ -111,7 +111,7 @@ def make_token(transactional_db):
     from mcp_endpoint.auth.tokens import create_token
 
     def make(scopes=("read", "control", "fel", "devices"), name="agent", **kwargs) -> str:
-        return create_token(name, list(scopes), **kwargs)[1]
+        return create_token(name, list(scopes), **kwargs, actor="test", interface="system")[1]
 
     return make
 

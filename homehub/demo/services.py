@@ -45,8 +45,8 @@ def register_agents(agents: list[DemoAgent]) -> dict[str, str]:
 
 def fresh_mcp_token() -> str:
     """A new all-scopes token for the demo's MCP clients; earlier demo tokens are revoked."""
-    revoke_all(AccessToken.objects.filter(name=TOKEN_NAME, revoked=False))
-    return create_token(TOKEN_NAME, list(scopes.names()))[1]
+    revoke_all(AccessToken.objects.filter(name=TOKEN_NAME), actor="demo", interface=Event.Interface.SYSTEM)
+    return create_token(TOKEN_NAME, list(scopes.names()), actor="demo", interface=Event.Interface.SYSTEM)[1]
 
 
 def readings_at(room: Room, at: float, tz: tzinfo) -> list[Reading]:

@@ -6,8 +6,8 @@ right one (a slow password hash buys nothing against guessing 2^256 values).
 
 Every MCP request presents its token, so each process remembers the rows it verified for
 `MCP_AUTH_CACHE_SECONDS` (default 2 s) and checks the secret and the expiry against that
-copy without a database trip. Revoking through `revoke()`/`revoke_all()` (the admin's
-action and form use them) forgets the copy at once in the process that revoked; any other
+copy without a database trip. Revoking through `revoke_all()` (the admin's action and form,
+the demo, an OAuth grant's revocation) forgets the copy at once in the process that revoked; any other
 process stops accepting the token within `MCP_AUTH_CACHE_SECONDS`, which is the bound on
 how long a revoked token keeps working anywhere.
 
@@ -22,13 +22,16 @@ import hmac
 import secrets
 import time
 from datetime import datetime, timedelta
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from audit.services import record_event
 from mcp_endpoint.auth.scopes import scopes as declared_scopes
 from mcp_endpoint.engine.registry import Caller
 from mcp_endpoint.models import AccessToken
@@ -47,19 +50,34 @@ def parse_scopes(text: str | list[str]) -> list[str]:
 
 
 def create_token(
-    name: str, scopes: list[str], *, owner: User | None = None, expires_at: datetime | None = None
+    name: str,
+    scopes: list[str],
+    *,
+    actor: str,
+    interface: str,
+    owner: User | None = None,
+    expires_at: datetime | None = None,
 ) -> tuple[AccessToken, str]:
-    """Create a token; returns the row and the secret string, which is shown once only."""
+    """Create a token, audited as `token.create` (never its secret); returns the row and the
+    secret string, which is shown once only."""
     key_id = secrets.token_hex(6)
     secret = secrets.token_urlsafe(32)
-    token = AccessToken.objects.create(
-        name=name,
-        owner=owner,
-        key_id=key_id,
-        secret_hash=hash_secret(secret),
-        scopes=parse_scopes(scopes),
-        expires_at=expires_at,
-    )
+    with transaction.atomic():
+        token = AccessToken.objects.create(
+            name=name,
+            owner=owner,
+            key_id=key_id,
+            secret_hash=hash_secret(secret),
+            scopes=parse_scopes(scopes),
+            expires_at=expires_at,
+        )
+        record_event(
+            actor=actor,
+            interface=interface,
+            action="token.create",
+            target=audit_target(token),
+            after=token_view(token),
+        )
     return token, f"{PREFIX}{key_id}_{secret}"
 
 
@@ -138,17 +156,54 @@ def forget(key_ids: list[str] | None = None) -> None:
         _verified.pop(key_id, None)
 
 
-def revoke(token: AccessToken) -> None:
-    AccessToken.objects.filter(pk=token.pk).update(revoked=True)
-    forget([token.key_id])
+def audit_target(token: AccessToken) -> str:
+    return f"token:{token.key_id}"
 
 
-def revoke_all(tokens: QuerySet[AccessToken]) -> int:
-    """Revoke every token of `tokens`; returns how many."""
-    key_ids = list(tokens.values_list("key_id", flat=True))
-    count = AccessToken.objects.filter(key_id__in=key_ids).update(revoked=True)
-    forget(key_ids)
+def token_view(token: AccessToken) -> dict[str, Any]:
+    """What the audit trail keeps of a token: never its secret, nor its hash."""
+    return {
+        "name": token.name,
+        "scopes": list(token.scopes),
+        "owner": token.owner.get_username() if token.owner else None,
+        "expires_at": token.expires_at.isoformat() if token.expires_at else None,
+        "revoked": token.revoked,
+    }
+
+
+def revoke_all(tokens: QuerySet[AccessToken], *, actor: str, interface: str) -> int:
+    """Revoke every token of `tokens` not revoked yet, each audited as `token.revoke`; how many."""
+    with transaction.atomic():
+        rows = list(tokens.filter(revoked=False).select_for_update())
+        count = AccessToken.objects.filter(pk__in=[row.pk for row in rows]).update(revoked=True)
+        for row in rows:
+            record_event(
+                actor=actor,
+                interface=interface,
+                action="token.revoke",
+                target=audit_target(row),
+                before={"name": row.name, "scopes": list(row.scopes)},
+            )
+    forget([row.key_id for row in rows])
     return count
+
+
+def record_token_edit(token: AccessToken, before: dict[str, Any], *, actor: str, interface: str) -> None:
+    """Audit an edit of `token` (the admin's form) as `token.edit`, or `token.revoke` when it
+    revoked it; `before`: its `token_view` before the edit."""
+    after = token_view(token)
+    changed = [key for key in after if after[key] != before.get(key)]
+    if not changed:
+        return
+    action = "token.revoke" if after["revoked"] and not before.get("revoked") else "token.edit"
+    record_event(
+        actor=actor,
+        interface=interface,
+        action=action,
+        target=audit_target(token),
+        before={key: before.get(key) for key in changed},
+        after={key: after[key] for key in changed},
+    )
 
 
 def bearer_token(authorization: str | None) -> str | None:

@@ -151,7 +151,7 @@ def test_each_failure_reaches_rest_and_the_dashboard_with_the_status_of_its_type
 ):
     device_as(state)
     failure, words, status = FAILING[state]
-    token = create_token("integrator", ["devices"])[1]
+    token = create_token("integrator", ["devices"], actor="test", interface="system")[1]
     rest = client.post(
         f"/api/agents/{AGENT}/tools/{TOOL}/call",
         {"arguments": {}},
@@ -166,7 +166,7 @@ def test_each_failure_reaches_rest_and_the_dashboard_with_the_status_of_its_type
 
 def test_an_answer_reaches_every_door(client, staff_client, device_as):
     device_as("answer")
-    token = create_token("integrator", ["devices"])[1]
+    token = create_token("integrator", ["devices"], actor="test", interface="system")[1]
     rest = client.post(
         f"/api/agents/{AGENT}/tools/{TOOL}/call",
         {},
@@ -183,7 +183,7 @@ def test_an_answer_reaches_every_door(client, staff_client, device_as):
 
 
 def test_unknown_agents_are_404_at_every_door(client, staff_client, db):
-    token = create_token("integrator", ["devices"])[1]
+    token = create_token("integrator", ["devices"], actor="test", interface="system")[1]
     rest = client.post(
         "/api/agents/nobody/tools/t/call",
         {},
@@ -259,7 +259,7 @@ def test_rest_and_dashboard_calls_go_through_the_one_pipeline(client, staff_clie
 
     device_as("answer")
     before = counted("rest"), counted("dashboard")
-    token = create_token("integrator", ["devices"])[1]
+    token = create_token("integrator", ["devices"], actor="test", interface="system")[1]
     client.post(
         f"/api/agents/{AGENT}/tools/{TOOL}/call",
         {},

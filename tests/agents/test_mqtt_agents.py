@@ -166,7 +166,7 @@ def test_lights_and_alarm_state_out_and_commands_in(live_env, staff_client, tmp_
 
         from mcp_endpoint.auth.tokens import create_token
 
-        rest = create_token("rest", ["control"])[1]
+        rest = create_token("rest", ["control"], actor="test", interface="system")[1]
         changed = httpx.patch(
             f"{base}/api/lights/cocina", json={"on": True}, headers={"authorization": f"Bearer {rest}"}
         )

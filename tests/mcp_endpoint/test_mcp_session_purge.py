@@ -27,7 +27,7 @@ DAY = timedelta(days=1)
 @pytest.fixture
 def token(db, settings) -> AccessToken:
     settings.MCP_SESSION_IDLE_SECONDS = 3600
-    return create_token("agent", ["read"])[0]
+    return create_token("agent", ["read"], actor="test", interface="system")[0]
 
 
 def session(token: AccessToken, name: str, unused: timedelta, ended: bool = False) -> None:

@@ -280,7 +280,7 @@ def test_oauth_tokens_are_for_mcp_only_not_the_rest_api(browser):
 
 
 def test_static_tokens_are_untouched(db):
-    row, raw = tokens.create_token("agent", ["read"])
+    row, raw = tokens.create_token("agent", ["read"], actor="test", interface="system")
     assert tokens.authenticate(raw) == row and row.resource == "" and row.grant is None
 
 

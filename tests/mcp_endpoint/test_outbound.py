@@ -43,7 +43,7 @@ def house(transactional_db, settings):
 def add(name: str, url: str, **options) -> OutboundEndpoint:
     options.setdefault("scopes", "read,control")
     options.setdefault("tools", DEFAULT_TOOLS)
-    return save_endpoint(name, url, **options)[0]
+    return save_endpoint(name, url, actor="test", interface="system", **options)[0]
 
 
 async def row(name: str) -> OutboundEndpoint:

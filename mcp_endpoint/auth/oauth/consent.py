@@ -17,6 +17,7 @@ from oauthlib.oauth2.rfc6749 import errors
 
 from common import roles
 from mcp_endpoint.auth import tokens
+from mcp_endpoint.auth.oauth import grants
 from mcp_endpoint.auth.oauth.clients import shown_host
 from mcp_endpoint.auth.oauth.server import server
 from mcp_endpoint.auth.scopes import Scope
@@ -92,7 +93,10 @@ def approve(uri: str, owner: User, kept: list[str]) -> tuple[str, OAuthGrant | N
     found = (
         AuthorizationCode.objects.filter(code_hash=tokens.hash_secret(code)).select_related("grant").first()
     )
-    return location, found.grant if found is not None else None
+    if found is None:
+        return location, None
+    grants.record_grant(found.grant)
+    return location, found.grant
 
 
 def deny(uri: str) -> str:

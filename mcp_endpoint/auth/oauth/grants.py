@@ -17,6 +17,8 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from audit.models import Event
+from audit.services import record_event
 from mcp_endpoint.auth import tokens
 from mcp_endpoint.auth.oauth.clients import shown_host
 from mcp_endpoint.models import AccessToken, AuthorizationCode, OAuthClient, OAuthGrant, RefreshToken
@@ -108,7 +110,12 @@ def use_refresh_token(
             raise ScopeNotGranted(sorted(set(asked) - set(row.grant.scopes)))
     if row.used or not RefreshToken.objects.filter(pk=row.pk, used=False).update(used=True):
         logger.warning("refresh token of grant %s used twice: grant revoked", row.grant.pk)
-        revoke(row.grant)
+        revoke(
+            row.grant,
+            actor=row.grant.client.client_name,
+            interface=Event.Interface.MCP_HTTP,
+            why="refresh token reused",
+        )
         return None
     return row.grant
 
@@ -130,13 +137,42 @@ def grant_of_token(raw: str, client: OAuthClient) -> OAuthGrant | None:
     return None
 
 
-def revoke(grant: OAuthGrant) -> bool:
-    """Revoke the grant, its access token and its refresh tokens; False if it already was."""
+def revoke(grant: OAuthGrant, *, actor: str, interface: str, why: str = "") -> bool:
+    """Revoke the grant, its access token and its refresh tokens, audited as `oauth.revoke`
+    (`why`: when the hub revoked it itself); False if it already was."""
     with transaction.atomic():
         first = OAuthGrant.objects.filter(pk=grant.pk, revoked_at=None).update(revoked_at=timezone.now())
         RefreshToken.objects.filter(grant=grant).update(used=True)
-        tokens.revoke_all(AccessToken.objects.filter(grant=grant))
+        tokens.revoke_all(AccessToken.objects.filter(grant=grant), actor=actor, interface=interface)
+        if first:
+            record_event(
+                actor=actor,
+                interface=interface,
+                action="oauth.revoke",
+                target=f"oauth:{shown_host(grant.client)}"[:200],
+                before={
+                    "client": grant.client.client_name,
+                    "scopes": list(grant.scopes),
+                    "owner": grant.owner.get_username(),
+                },
+                after={"reason": why} if why else None,
+            )
     return bool(first)
+
+
+def record_grant(grant: OAuthGrant) -> None:
+    """Audit the owner's consent (`oauth.grant`, on the dashboard's consent page)."""
+    record_event(
+        actor=grant.owner.get_username(),
+        interface=Event.Interface.DASHBOARD,
+        action="oauth.grant",
+        target=f"oauth:{shown_host(grant.client)}"[:200],
+        after={
+            "client": grant.client.client_name,
+            "client_id": grant.client.client_id[:200],
+            "scopes": grant.scopes,
+        },
+    )
 
 
 @dataclass(frozen=True)
@@ -161,10 +197,10 @@ def connected_apps() -> list[ConnectedApp]:
     return [_app(grant, grant.last_used) for grant in grants]
 
 
-def revoke_app(grant_id: int) -> ConnectedApp | None:
+def revoke_app(grant_id: int, *, actor: str, interface: str) -> ConnectedApp | None:
     """Revoke a connected app's grant; the app as it was, or None if there is no such live grant."""
     grant = OAuthGrant.objects.filter(pk=grant_id, revoked_at=None).select_related("client", "owner").first()
-    if grant is None or not revoke(grant):
+    if grant is None or not revoke(grant, actor=actor, interface=interface):
         return None
     return _app(grant, None)
 

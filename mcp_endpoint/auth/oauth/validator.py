@@ -14,6 +14,7 @@ from oauthlib.common import Request
 from oauthlib.oauth2 import RequestValidator
 from oauthlib.oauth2.rfc6749 import errors, utils
 
+from audit.models import Event
 from mcp_endpoint.auth import tokens
 from mcp_endpoint.auth.oauth import clients, grants
 from mcp_endpoint.auth.oauth.client_documents import ClientDocumentError, FetchesBusy
@@ -176,7 +177,12 @@ class HubRequestValidator(RequestValidator):
         with transaction.atomic():
             first_use = AuthorizationCode.objects.filter(pk=row.pk, used=False).update(used=True)
         if not first_use:
-            grants.revoke(row.grant)
+            grants.revoke(
+                row.grant,
+                actor=row.grant.client.client_name,
+                interface=Event.Interface.MCP_HTTP,
+                why="authorization code reused",
+            )
             return False
         if row.expires_at <= timezone.now() or row.grant.revoked_at is not None:
             return False
@@ -255,4 +261,4 @@ class HubRequestValidator(RequestValidator):
     ) -> None:
         grant = grants.grant_of_token(token, client_of(request))
         if grant is not None:
-            grants.revoke(grant)
+            grants.revoke(grant, actor=grant.client.client_name, interface=Event.Interface.MCP_HTTP)

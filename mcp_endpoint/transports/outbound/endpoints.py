@@ -14,13 +14,16 @@ then.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TypedDict
+from typing import Any, TypedDict
 
+from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from audit.services import record_event
 from mcp_endpoint.auth.scopes import scopes as declared_scopes
 from mcp_endpoint.engine.registry import TOOL_NAME_RE, Caller, registry
 from mcp_endpoint.models import OutboundEndpoint
@@ -81,11 +84,72 @@ def tools_not_served(tools: list[str], scopes: list[str]) -> tuple[list[str], li
     return missing, out_of_scope
 
 
+def endpoint_view(row: OutboundEndpoint) -> dict[str, Any]:
+    """What the audit trail keeps of an endpoint: its URL masked (it holds the secret)."""
+    return {
+        "name": row.name,
+        "url": mask_url(row.url) if row.url else "",
+        "scopes": list(row.scopes),
+        "tools": list(row.tools),
+        "enabled": row.enabled,
+    }
+
+
+def record_change(row: OutboundEndpoint, old: OutboundEndpoint | None, *, actor: str, interface: str) -> None:
+    """Audit an endpoint added (`old` None: `endpoint.create`) or changed (`endpoint.edit`, with
+    the settings that changed, `old` being the row as it was; a new secret in the same masked URL
+    shows as `url_changed`, never the URL)."""
+    after = endpoint_view(row)
+    if old is None:
+        record_event(
+            actor=actor, interface=interface, action="endpoint.create", target=_target(row), after=after
+        )
+        return
+    before = endpoint_view(old)
+    changed = [key for key in after if after[key] != before[key]]
+    new_secret = {"url_changed": True} if old.url != row.url else {}
+    if not changed and not new_secret:
+        return
+    record_event(
+        actor=actor,
+        interface=interface,
+        action="endpoint.edit",
+        target=_target(row),
+        before={key: before[key] for key in changed},
+        after={key: after[key] for key in changed} | new_secret,
+    )
+
+
+def delete_endpoints(rows: Iterable[OutboundEndpoint], *, actor: str, interface: str) -> int:
+    """Delete endpoints, each audited as `endpoint.delete`; how many."""
+    deleted = 0
+    with transaction.atomic():
+        for row in rows:
+            view, target = endpoint_view(row), _target(row)
+            row.delete()
+            record_event(
+                actor=actor, interface=interface, action="endpoint.delete", target=target, before=view
+            )
+            deleted += 1
+    return deleted
+
+
+def _target(row: OutboundEndpoint) -> str:
+    return f"endpoint:{row.name}"[:200]
+
+
 def save_endpoint(
-    name: str, url: str, *, scopes: str | list[str], tools: str | list[str], enabled: bool = True
+    name: str,
+    url: str,
+    *,
+    scopes: str | list[str],
+    tools: str | list[str],
+    actor: str,
+    interface: str,
+    enabled: bool = True,
 ) -> tuple[OutboundEndpoint, bool]:
-    """Add the endpoint `name`, or change it if it exists; (its row, whether it is new). Raises
-    ValueError (or Django's ValidationError for the URL, whose messages never quote it)."""
+    """Add the endpoint `name`, or change it if it exists, audited; (its row, whether it is new).
+    Raises ValueError (or Django's ValidationError for the URL, whose messages never quote it)."""
     name = name.strip()
     if not name or len(name) > 100:
         raise ValueError("the endpoint's name must be 1-100 characters")
@@ -93,15 +157,14 @@ def save_endpoint(
     granted = declared_scopes.parse(scopes)
     if not granted:
         raise ValueError("give the endpoint at least one scope")
-    return OutboundEndpoint.objects.update_or_create(
-        name=name,
-        defaults={
-            "url": url,
-            "scopes": granted,
-            "tools": parse_tools(tools),
-            "enabled": enabled,
-        },
-    )
+    chosen = parse_tools(tools)
+    with transaction.atomic():
+        old = OutboundEndpoint.objects.select_for_update().filter(name=name).first()
+        row, created = OutboundEndpoint.objects.update_or_create(
+            name=name, defaults={"url": url, "scopes": granted, "tools": chosen, "enabled": enabled}
+        )
+        record_change(row, old, actor=actor, interface=interface)
+    return row, created
 
 
 def enabled_endpoints() -> list[EndpointConfig]:
