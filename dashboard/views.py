@@ -34,8 +34,8 @@ from devices.mqtt import status as mqtt_status
 from devices.telemetry import selectors as telemetry_reads
 from devices.xiaozhi import selectors as xiaozhi_reads
 from devices.xiaozhi import services as xiaozhi
-from mcp_endpoint.engine.pipeline import CallRefused, call_tool_or_raise
-from mcp_endpoint.engine.registry import Caller
+from mcp_endpoint.engine.pipeline import ToolRefused, call_tool_or_raise
+from mcp_endpoint.engine.tools import Caller
 from mcp_endpoint.transports.outbound import endpoints as mcp_endpoints
 
 DASHBOARD = Event.Interface.DASHBOARD
@@ -212,7 +212,7 @@ def devices(request: HttpRequest) -> HttpResponse:
                 caller = Caller(actor=_actor(request), interface=DASHBOARD, audited=True)
                 try:
                     result = {"result": call_agent_tool(agent_id, tool_name, arguments, caller=caller)}
-                except (CallFailed, CallRefused) as failure:
+                except (CallFailed, ToolRefused) as failure:
                     status, result = http_status(failure), {"error": failure.message}
         if wants_json(request):
             return JsonResponse(result, status=status)

@@ -30,7 +30,7 @@ from fel.api import router as fel_router
 from fel.batch_api import router as batch_router
 from mcp_endpoint.auth.scopes import scopes
 from mcp_endpoint.auth.tokens import authenticate
-from mcp_endpoint.engine.pipeline import CallRefused, InsufficientScope, NotConfirmed, RateLimited
+from mcp_endpoint.engine.pipeline import InsufficientScope, NotConfirmed, RateLimited, ToolRefused
 
 logger = logging.getLogger(__name__)
 
@@ -95,8 +95,8 @@ def _too_many_files(request: HttpRequest, exc: Exception) -> HttpResponse:
     return api.create_response(request, {"detail": detail}, status=413)
 
 
-@api.exception_handler(CallRefused)
-def _refused(request: HttpRequest, exc: CallRefused) -> HttpResponse:
+@api.exception_handler(ToolRefused)
+def _refused(request: HttpRequest, exc: ToolRefused) -> HttpResponse:
     """A call the tool-call pipeline refused (views that call tools through it)."""
     status = {InsufficientScope: 403, NotConfirmed: 403, RateLimited: 429}.get(type(exc), 404)
     return api.create_response(request, {"detail": exc.message}, status=status)

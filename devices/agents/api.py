@@ -16,8 +16,8 @@ from devices.agents import selectors
 from devices.agents.calls import call_agent_tool, http_status
 from devices.agents.gateway import gateway
 from devices.agents.outcomes import CallFailed
-from mcp_endpoint.engine.pipeline import CallRefused
-from mcp_endpoint.engine.registry import Caller
+from mcp_endpoint.engine.pipeline import ToolRefused
+from mcp_endpoint.engine.tools import Caller
 
 REST = Event.Interface.REST
 router = Router(tags=["agents"])
@@ -112,5 +112,5 @@ def call_tool(request: HttpRequest, agent_id: Name, tool: Name, call: ToolCall):
     caller = Caller(actor=actor, interface=REST, scopes=who.scopes, audited=True, confirms=who.by_token)
     try:
         return call_agent_tool(agent_id, tool, call.arguments, caller=caller)
-    except (CallFailed, CallRefused) as failure:
+    except (CallFailed, ToolRefused) as failure:
         return Status(http_status(failure), {"detail": failure.message})

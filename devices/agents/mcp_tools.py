@@ -9,7 +9,8 @@ from common.storable import LookupText
 from devices.agents import selectors
 from devices.agents.gateway import as_tool_result, gateway
 from mcp_endpoint.auth.scopes import declare_scope
-from mcp_endpoint.engine.registry import ToolContext, ToolResult, registry, tool
+from mcp_endpoint.engine.registry import registry, tool
+from mcp_endpoint.engine.tools import ToolContext, ToolResult
 
 declare_scope("devices", "ESP32 agents: list them and call their tools")
 registry.add_instructions(

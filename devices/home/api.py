@@ -13,7 +13,7 @@ from common.rest import Error, Name, need, rest_caller
 from devices.home import selectors, services
 from devices.home.errors import LightNotFound, PersonNotFound
 from mcp_endpoint.engine.pipeline import call_tool_or_raise
-from mcp_endpoint.engine.registry import Caller
+from mcp_endpoint.engine.tools import Caller
 
 REST = Event.Interface.REST
 router = Router(tags=["home"])

@@ -33,7 +33,7 @@ from django.utils import timezone
 
 from audit.services import record_event
 from mcp_endpoint.auth.scopes import scopes as declared_scopes
-from mcp_endpoint.engine.registry import Caller
+from mcp_endpoint.engine.tools import Caller
 from mcp_endpoint.models import AccessToken
 
 PREFIX = "hh_"

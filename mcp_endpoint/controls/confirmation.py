@@ -47,7 +47,8 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
 from common.feed import announce
-from mcp_endpoint.engine.registry import ArgumentError, Caller, ClientRequestError, Tool, ToolContext
+from mcp_endpoint.engine.tool_errors import ArgumentError, ClientRequestError
+from mcp_endpoint.engine.tools import Caller, Tool, ToolContext
 from mcp_endpoint.models import PendingConfirmation
 
 logger = logging.getLogger(__name__)

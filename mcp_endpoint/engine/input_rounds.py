@@ -29,7 +29,7 @@ from django.core import signing
 
 from mcp_endpoint.engine import jsonrpc
 from mcp_endpoint.engine.jsonrpc import JsonRpcError
-from mcp_endpoint.engine.registry import ClientRequest
+from mcp_endpoint.engine.tools import ClientRequest
 
 SALT = "homehub.mcp.input-rounds"
 

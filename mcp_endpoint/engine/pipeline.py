@@ -7,7 +7,7 @@ limit, waits for a person's confirmation when the call is dangerous (`confirmati
 tool runs another on the caller's behalf, of that call too, through `ToolContext.confirm`), runs it,
 maps its failures to `isError` results, records the call's metrics and hands audited callers'
 calls to the registry's observers (refusals included), before the caller answers. A call that
-does not run raises a `CallRefused` (nothing changed); each door words that for its own
+does not run raises a `ToolRefused` (nothing changed); each door words that for its own
 protocol; a call a person did not confirm is an `isError` result the model can read.
 """
 
@@ -21,28 +21,21 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from django.conf import settings
 
 from mcp_endpoint.auth import ratelimit
 from mcp_endpoint.controls import confirmation
 from mcp_endpoint.engine import metrics
+from mcp_endpoint.engine.from_sync import run_from_sync
 from mcp_endpoint.engine.input_rounds import InputRequired
-from mcp_endpoint.engine.registry import (
-    Caller,
-    MissingClientCapability,
-    Tool,
-    ToolContext,
-    ToolError,
-    ToolRegistry,
-    ToolResult,
-    registry,
-)
+from mcp_endpoint.engine.registry import ToolRegistry, registry
+from mcp_endpoint.engine.tool_errors import MissingClientCapability, ToolError
+from mcp_endpoint.engine.tools import Caller, Tool, ToolContext, ToolResult
 
 logger = logging.getLogger(__name__)
 
 
-class CallRefused(Exception):
+class ToolRefused(Exception):
     """The call did not run; `message` says why."""
 
     def __init__(self, message: str) -> None:
@@ -50,19 +43,19 @@ class CallRefused(Exception):
         self.message = message
 
 
-class UnknownTool(CallRefused):
+class ToolNotFound(ToolRefused):
     def __init__(self, name: str) -> None:
         super().__init__(f"Unknown tool: {name}")
         self.name = name
 
 
-class InsufficientScope(CallRefused):
+class InsufficientScope(ToolRefused):
     def __init__(self, name: str, scope: str) -> None:
         super().__init__(f"Insufficient scope: tool '{name}' requires the '{scope}' scope")
         self.name, self.scope = name, scope
 
 
-class NotConfirmed(CallRefused):
+class NotConfirmed(ToolRefused):
     """A person did not confirm a dangerous call (denied it, or did not answer in time)."""
 
     def __init__(self, name: str, how: str) -> None:
@@ -70,7 +63,7 @@ class NotConfirmed(CallRefused):
         self.name, self.how = name, how
 
 
-class RateLimited(CallRefused):
+class RateLimited(ToolRefused):
     def __init__(self, retry_after: float) -> None:
         super().__init__(f"Rate limit exceeded for this token: retry in {retry_after:.0f} s")
         self.retry_after = retry_after
@@ -79,14 +72,14 @@ class RateLimited(CallRefused):
 async def call_tool(
     name: str, arguments: Any, ctx: ToolContext, *, tools: ToolRegistry = registry
 ) -> ToolResult:
-    """Call tool `name` for `ctx.caller`. Raises CallRefused when it does not run, and lets
+    """Call tool `name` for `ctx.caller`. Raises ToolRefused when it does not run, and lets
     InputRequired (a stateless call's question to the client), MissingClientCapability (a
     question the client cannot answer: the request fails) and cancellation through."""
     caller = ctx.caller
     tool = tools.get(name) if caller.sees(name) else None  # a tool kept from the caller is unknown to it
     if tool is None:
         metrics.record_call(metrics.UNKNOWN_TOOL, "unknown_tool", caller.interface)
-        raise UnknownTool(name)
+        raise ToolNotFound(name)
     if tool.scope not in caller.scopes:
         metrics.record_call(name, "forbidden", caller.interface)
         await _refuse(tools, caller, tool, arguments, InsufficientScope(name, tool.scope))
@@ -151,7 +144,7 @@ def call_tool_sync(
     """`call_tool` from sync code (a Django view or command): under a server, on the event loop
     that serves the request; elsewhere, on a loop of its own. The tool cannot report progress
     or ask the client anything (there is no client to hear it)."""
-    return async_to_sync(call_tool)(name, arguments, ToolContext(caller=caller), tools=tools)
+    return run_from_sync(partial(call_tool, name, arguments, ToolContext(caller=caller), tools=tools))
 
 
 def call_tool_or_raise(
@@ -159,7 +152,7 @@ def call_tool_or_raise(
 ) -> ToolResult:
     """`call_tool_sync` for a door that is not MCP (REST, a dashboard form): a failed call
     whose tool gave its typed reason raises it, for the door to map by type; refusals raise
-    `CallRefused` as they do for every door."""
+    `ToolRefused` as they do for every door."""
     result = call_tool_sync(name, arguments, caller, tools=tools)
     if result.is_error and result.reason is not None:
         raise result.reason
@@ -193,7 +186,7 @@ def _error_text(exc: ToolError) -> str:
 
 
 async def _refuse(
-    tools: ToolRegistry, caller: Caller, tool: Tool, arguments: Any, refusal: CallRefused
+    tools: ToolRegistry, caller: Caller, tool: Tool, arguments: Any, refusal: ToolRefused
 ) -> None:
     await _observe(tools, caller, tool, arguments, ToolResult(is_error=True, text=refusal.message), 0.0)
     raise refusal

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mcp_endpoint.engine.registry import ToolContext
+from mcp_endpoint.engine.tools import ToolContext
 
 Messages = list[dict[str, Any]]
 

@@ -34,10 +34,11 @@ from typing import Any
 from django.conf import settings
 
 from mcp_endpoint.engine import jsonrpc
+from mcp_endpoint.engine.client_logs import LOG_LEVELS, LogRecord, log_wanted, redact
 from mcp_endpoint.engine.input_rounds import InputRequired, InputRounds
 from mcp_endpoint.engine.jsonrpc import JsonRpcError
 from mcp_endpoint.engine.listen import ListenStreams
-from mcp_endpoint.engine.pipeline import InsufficientScope, RateLimited, UnknownTool, call_tool
+from mcp_endpoint.engine.pipeline import InsufficientScope, RateLimited, ToolNotFound, call_tool
 from mcp_endpoint.engine.protocol import (
     BATCH_VERSION,
     HANDSHAKE_VERSIONS,
@@ -57,23 +58,11 @@ from mcp_endpoint.engine.protocol import (
     stateless_meta,
 )
 from mcp_endpoint.engine.providers import ResourceRegistry, resources
-from mcp_endpoint.engine.registry import (
-    LOG_LEVELS,
-    Caller,
-    LogRecord,
-    LogSender,
-    MissingClientCapability,
-    ProgressSender,
-    ToolContext,
-    ToolRegistry,
-    ToolResult,
-    log_wanted,
-    no_close,
-    redact,
-    registry,
-)
+from mcp_endpoint.engine.registry import ToolRegistry, registry
 from mcp_endpoint.engine.session_requests import ClientRequests, missing_capability_error, quietly
 from mcp_endpoint.engine.session_resources import ResourceMethods
+from mcp_endpoint.engine.tool_errors import MissingClientCapability
+from mcp_endpoint.engine.tools import Caller, LogSender, ProgressSender, ToolContext, ToolResult, no_close
 
 logger = logging.getLogger(__name__)
 
@@ -450,7 +439,7 @@ class ServerSession(ClientRequests, ResourceMethods):
             )
         except MissingClientCapability as missing:
             raise missing_capability_error(missing) from None
-        except UnknownTool as refused:
+        except ToolNotFound as refused:
             raise JsonRpcError(jsonrpc.INVALID_PARAMS, refused.message) from None
         except InsufficientScope as refused:
             raise JsonRpcError(jsonrpc.FORBIDDEN, refused.message, {"requiredScope": refused.scope}) from None

@@ -23,7 +23,8 @@ from django.conf import settings
 from mcp_endpoint.engine import jsonrpc, relay
 from mcp_endpoint.engine.jsonrpc import JsonRpcError
 from mcp_endpoint.engine.protocol import META_CLIENT_CAPABILITIES, RequestContext, Send, SessionState
-from mcp_endpoint.engine.registry import ClientRequest, ClientRequestError, MissingClientCapability
+from mcp_endpoint.engine.tool_errors import ClientRequestError, MissingClientCapability
+from mcp_endpoint.engine.tools import ClientRequest
 
 logger = logging.getLogger(__name__)
 

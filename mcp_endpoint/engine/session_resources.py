@@ -25,8 +25,9 @@ from mcp_endpoint.engine.providers import (
     ResourceNotFound,
     ResourceRegistry,
 )
-from mcp_endpoint.engine.registry import Caller, MissingClientCapability, ToolContext, ToolError
 from mcp_endpoint.engine.session_requests import missing_capability_error
+from mcp_endpoint.engine.tool_errors import MissingClientCapability, ToolError
+from mcp_endpoint.engine.tools import Caller, ToolContext
 
 COMPLETION_MAX_VALUES = 100  # the most `completion/complete` may return
 

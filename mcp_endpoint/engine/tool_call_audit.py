@@ -19,7 +19,7 @@ from django.conf import settings
 from audit.services import record_event
 from common.storable import bounded_json, storable_text
 from common.write_batches import batched
-from mcp_endpoint.engine.registry import Caller, Tool, ToolResult
+from mcp_endpoint.engine.tools import Caller, Tool, ToolResult
 
 MAX_ARGUMENTS_CHARS = 2000
 

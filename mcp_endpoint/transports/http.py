@@ -35,8 +35,8 @@ from mcp_endpoint.engine.protocol import (
     SessionState,
     stateless_meta,
 )
-from mcp_endpoint.engine.registry import Caller, Tool
 from mcp_endpoint.engine.session import ServerSession, too_many_in_flight
+from mcp_endpoint.engine.tools import Caller, Tool
 from mcp_endpoint.models import AccessToken
 from mcp_endpoint.transports import http_sessions, mirrored_headers, sse_store
 from mcp_endpoint.transports.asgi_http import (

@@ -16,8 +16,8 @@ from channels.layers import get_channel_layer
 
 from mcp_endpoint.engine import relay
 from mcp_endpoint.engine.protocol import Outgoing, SessionState
-from mcp_endpoint.engine.registry import Caller
 from mcp_endpoint.engine.session import ServerSession
+from mcp_endpoint.engine.tools import Caller
 from mcp_endpoint.models import AccessToken
 from mcp_endpoint.transports import http_sessions, sse_store
 from mcp_endpoint.transports.asgi_http import AsgiReceive, AsgiSend

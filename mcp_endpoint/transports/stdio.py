@@ -6,8 +6,8 @@ from typing import BinaryIO
 
 from mcp_endpoint.engine import jsonrpc
 from mcp_endpoint.engine.protocol import Outgoing
-from mcp_endpoint.engine.registry import Caller
 from mcp_endpoint.engine.session import ServerSession
+from mcp_endpoint.engine.tools import Caller
 from mcp_endpoint.transports.lines import LineTooLong, LineWriter, read_lines
 
 

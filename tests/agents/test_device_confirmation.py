@@ -21,7 +21,7 @@ from devices.agents import selectors
 from devices.agents.simulator import FirmwareTool, SimulatedDevice, firmware_tools
 from mcp_endpoint.controls import confirmation
 from mcp_endpoint.engine.pipeline import NotConfirmed, call_tool
-from mcp_endpoint.engine.registry import Caller, ToolContext
+from mcp_endpoint.engine.tools import Caller, ToolContext
 from mcp_endpoint.models import PendingConfirmation
 from tests.devices_support import eventually, hub, new_device
 from tests.hub_support import running_hub

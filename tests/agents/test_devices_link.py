@@ -20,7 +20,7 @@ from devices.agents.link import DeviceLink, detach_all, local_links
 from devices.agents.models import Agent, AgentTool
 from devices.agents.outcomes import CallResult
 from devices.agents.services import register_agent
-from mcp_endpoint.engine.registry import Caller
+from mcp_endpoint.engine.tools import Caller
 
 AGENT = "pipe-device"
 

@@ -33,7 +33,7 @@ from devices.agents.outcomes import (
 )
 from mcp_endpoint.auth.tokens import create_token
 from mcp_endpoint.client.mcp_client import McpClient
-from mcp_endpoint.engine.registry import Caller
+from mcp_endpoint.engine.tools import Caller
 from tests.mcp_helpers import Peer
 
 AGENT = "scripted-device"

@@ -30,8 +30,8 @@ from devices.telemetry.ingest import Ingestor, Source
 from devices.telemetry.models import RejectedMessage, TelemetryReading
 from homehub.asgi import application
 from mcp_endpoint.client.mcp_client import McpClient, RemoteError
-from mcp_endpoint.engine.registry import Caller
 from mcp_endpoint.engine.session import ServerSession
+from mcp_endpoint.engine.tools import Caller
 from tests.fuzz_support import (
     DEEP_ARRAY,
     FUZZ,

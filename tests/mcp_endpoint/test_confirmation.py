@@ -25,15 +25,9 @@ from devices.home import selectors, services
 from mcp_endpoint.controls import confirmation
 from mcp_endpoint.engine.input_rounds import SALT
 from mcp_endpoint.engine.pipeline import NotConfirmed, call_tool
-from mcp_endpoint.engine.registry import (
-    Caller,
-    ClientRequest,
-    ToolContext,
-    ToolRegistry,
-    ToolSettings,
-    registry,
-)
+from mcp_endpoint.engine.registry import ToolRegistry, ToolSettings, registry
 from mcp_endpoint.engine.session import ServerSession
+from mcp_endpoint.engine.tools import Caller, ClientRequest, ToolContext
 from mcp_endpoint.models import PendingConfirmation
 from tests.mcp_helpers import tool_on
 

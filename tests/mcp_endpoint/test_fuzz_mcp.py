@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from homehub.asgi import application
 from mcp_endpoint.engine import jsonrpc
-from mcp_endpoint.engine.registry import Caller
+from mcp_endpoint.engine.tools import Caller
 from mcp_endpoint.transports.simple import serve_simple
 from mcp_endpoint.transports.stdio import serve_stdio
 from tests.fuzz_support import (

@@ -22,7 +22,8 @@ from devices.telemetry.ingest import Ingestor, Source
 from devices.telemetry.models import TelemetryReading
 from homehub.asgi import application
 from mcp_endpoint.engine import jsonrpc
-from mcp_endpoint.engine.registry import ToolContext, ToolRegistry
+from mcp_endpoint.engine.registry import ToolRegistry
+from mcp_endpoint.engine.tools import ToolContext
 from tests.mcp_helpers import LEGACY_INIT, Peer, ToolSet, tool_on
 from tests.mqtt_support import wait_until
 

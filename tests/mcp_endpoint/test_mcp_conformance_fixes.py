@@ -18,8 +18,8 @@ from mcp_endpoint.engine.providers import (
     ResourceNotFound,
     ResourceRegistry,
 )
-from mcp_endpoint.engine.registry import Caller, Tool, ToolContext
 from mcp_endpoint.engine.session import ServerSession
+from mcp_endpoint.engine.tools import Caller, Tool, ToolContext
 from mcp_endpoint.transports import mirrored_headers
 from mcp_endpoint.transports.http import StreamableHttpApp
 

@@ -8,7 +8,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from mcp_endpoint.auth.scopes import scopes as declared_scopes
-from mcp_endpoint.engine.registry import Caller, registry
+from mcp_endpoint.engine.registry import registry
+from mcp_endpoint.engine.tools import Caller
 from mcp_endpoint.transports.simple import serve_simple
 from mcp_endpoint.transports.stdio import serve_stdio
 

@@ -25,8 +25,8 @@ from websockets.exceptions import ConnectionClosed
 
 from mcp_endpoint.engine import jsonrpc
 from mcp_endpoint.engine.protocol import Outgoing
-from mcp_endpoint.engine.registry import Caller
 from mcp_endpoint.engine.session import SERVER_VERSION, ServerSession
+from mcp_endpoint.engine.tools import Caller
 from mcp_endpoint.transports.outbound.endpoint_urls import redact
 
 OPEN_SECONDS = 10.0  # to open the TCP/TLS connection and finish the WebSocket handshake

@@ -25,7 +25,8 @@ from django.utils import timezone
 
 from audit.services import record_event
 from mcp_endpoint.auth.scopes import scopes as declared_scopes
-from mcp_endpoint.engine.registry import TOOL_NAME_RE, Caller, registry
+from mcp_endpoint.engine.registry import registry
+from mcp_endpoint.engine.tools import TOOL_NAME_RE, Caller
 from mcp_endpoint.models import OutboundEndpoint
 from mcp_endpoint.transports.outbound.endpoint_urls import mask_url, validate_endpoint_url
 
