@@ -268,7 +268,7 @@ def main() -> int:
 
     from devices.agents.services import register_agent
     from devices.home.services import seed_home
-    from mcp_endpoint.tokens import create_token
+    from mcp_endpoint.auth.tokens import create_token
 
     call_command("migrate", verbosity=0)
     seed_home()
@@ -277,7 +277,7 @@ def main() -> int:
             register_agent(agent_id(i), transport="ws", actor="bench", interface="system")[1]
             for i in range(args.max_devices)
         ]
-    llm_token = create_token("bench", ["devices"])[1]
+    llm_token = create_token("bench", ["devices"], actor="bench", interface="system")[1]
 
     import httpx
 

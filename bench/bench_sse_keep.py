@@ -1,4 +1,4 @@
-"""What keeping one event of a resumable GET stream costs (`mcp_endpoint.sse_store`).
+"""What keeping one event of a resumable GET stream costs (`mcp_endpoint.transports.sse_store`).
 
 One `SseStream` of kind "get" (as `/mcp` opens for a session's GET) sends `--count`
 notifications to a send that discards them; every event is kept in the cache the settings
@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 async def run(count: int) -> tuple[list[float], float, float]:
-    from mcp_endpoint import sse_store
+    from mcp_endpoint.transports import sse_store
     from mcp_endpoint.transports.http import SseStream
 
     async def discard(message: dict) -> None:

@@ -161,7 +161,7 @@ SHAPE_CALLS = [
     ("get_all_states", {}),
 ]
 # set_alarm_state is left out: over HTTP and WebSocket HomeHub waits for a person to confirm it
-# (mcp_endpoint.confirmation), which the SDK peers do not.
+# (mcp_endpoint.controls.confirmation), which the SDK peers do not.
 
 
 async def shape_check(clients: list[Any]) -> list[str]:

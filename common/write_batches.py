@@ -1,8 +1,9 @@
 """Writes from the event loop, run in Django's database thread in batches that share one hop.
 
-A service's write (`devices.services`) is sync code: one `transaction.atomic()` with the
-row, its audit `Event` and its announcement. Called from the event loop (MCP tools, the MQTT
-worker), each call is a hop to Django's database thread: `sync_to_async`, two thread
+A service's write (an app's `services.py`: `devices.home.services`, `devices.agents.services`,
+`audit.services`...) is sync code: one `transaction.atomic()` with the row, its audit `Event`
+and its announcement. Called from the event loop (MCP tools, device links, the MQTT worker,
+the tool-call audit), each call is a hop to Django's database thread: `sync_to_async`, two thread
 wake-ups and the GIL handed over twice, which costs about as much CPU as the ORM work of
 the write itself. `batched(service)` is the service's async form that shares the hop among
 the calls made at the same time:
@@ -20,15 +21,22 @@ Measured in one process (`aset_light_state`, 16 writers): on SQLite 770 -> 590 Â
 write. Sharing the commit as well (a savepoint per call in one transaction) bought nothing
 more on SQLite and cost PostgreSQL two round trips per call. Same database thread, same
 connection and same rules on SQLite and PostgreSQL. A call whose caller is cancelled before
-its batch starts is not run. The batch runs in the context of the task that started it, so
-callers must be code of the hub's own event loops (transports, workers), as every caller
-is: Django's async views, which give each request a thread of its own, call the sync
-services.
+its batch starts is not run.
+
+Callers are coroutines on an event loop, but not all of them are the hub's own: a REST or
+dashboard write runs its tool through the pipeline from the request's thread
+(`mcp_endpoint.engine.from_sync`: `async_to_sync`), so the coroutine that calls here belongs to
+that thread, and `sync_to_async` runs the sync work back in that thread while it waits (its
+connection, its transaction). A batch therefore runs in the context of its first caller still
+waiting: that caller's thread is the one sure to be waiting for the batch to end (a thread
+whose call has been answered may have moved on), and the others' writes, each in its own
+transaction, run there too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import weakref
 from collections import deque
@@ -47,10 +55,11 @@ Outcome = tuple[bool, Any]  # (succeeded, the result or the exception)
 
 
 class _Call:
-    __slots__ = ("future", "run")
+    __slots__ = ("context", "future", "run")
 
     def __init__(self, run: Callable[[], Any], future: asyncio.Future[Any]) -> None:
         self.run, self.future = run, future
+        self.context = contextvars.copy_context()  # the caller's: whose thread the batch may use
 
 
 class _Lane:
@@ -89,7 +98,14 @@ async def _drain(lane: _Lane) -> None:
     try:
         while lane.waiting:
             batch = [lane.waiting.popleft() for _ in range(min(MAX_BATCH, len(lane.waiting)))]
-            outcomes = await _arun(batch)
+            waiting = [call for call in batch if not call.future.cancelled()]
+            if not waiting:
+                batch = []
+                continue
+            # In the context of a caller still waiting for it, never of one already answered.
+            outcomes = await asyncio.get_running_loop().create_task(
+                _arun(batch), context=waiting[0].context.copy()
+            )
             for call, (ok, value) in zip(batch, outcomes, strict=True):
                 if not call.future.done():
                     call.future.set_result(value) if ok else call.future.set_exception(value)

@@ -18,10 +18,10 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 
+from audit.models import Event
+from audit.services import record_event
 from common import roles
 from common.feed import announce
-from devices.audit.models import Event
-from devices.audit.services import record_event
 
 DASHBOARD = Event.Interface.DASHBOARD
 

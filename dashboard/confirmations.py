@@ -1,4 +1,4 @@
-"""Dangerous tool calls waiting for a person (`mcp_endpoint.confirmation`): the Requests page,
+"""Dangerous tool calls waiting for a person (`mcp_endpoint.controls.confirmation`): the Requests page,
 each request's own page (the one handed to an MCP client as a URL-mode elicitation), where it
 is approved or denied, and the banner every dashboard page shows while one waits. The call
 that waits records the outcome in its audit event (approved by whom, denied, lapsed). Who may
@@ -14,9 +14,9 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from common import roles
 from dashboard.access import forbidden, role_required
-from mcp_endpoint import confirmation
+from mcp_endpoint.controls import confirmation
+from mcp_endpoint.engine.registry import registry
 from mcp_endpoint.models import PendingConfirmation
-from mcp_endpoint.registry import registry
 
 
 @require_GET

@@ -18,11 +18,11 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from audit.changes import CHANGES_GROUP
 from common import roles
 from common.groups import keep_joined
-from devices.audit.changes import CHANGES_GROUP
-from mcp_endpoint import jsonrpc
-from mcp_endpoint.confirmation import REQUESTS_GROUP
+from mcp_endpoint.controls.confirmation import REQUESTS_GROUP
+from mcp_endpoint.engine import jsonrpc
 
 UNAUTHORIZED = 4401
 ACCOUNT_CHANGED = 4000  # the account's role changed or it was deactivated: reconnect

@@ -12,9 +12,9 @@ from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from audit.models import Event
 from common import roles
 from dashboard.access import role_required, wants_json
-from devices.audit.models import Event
 from fel import batch_jobs, selectors
 from fel.errors import FelError
 from fel.models import BatchJob, Invoice

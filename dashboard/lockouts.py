@@ -12,8 +12,8 @@ from django.conf import settings
 from django.dispatch import receiver
 from django.http import HttpRequest
 
-from devices.audit.models import Event
-from devices.audit.services import record_event
+from audit.models import Event
+from audit.services import record_event
 
 
 @receiver(user_locked_out)

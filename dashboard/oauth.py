@@ -1,7 +1,7 @@
 """The owner's OAuth pages: the consent page of the hub's authorization endpoint (a hosted
 connector sends the owner here, logged in first) and Connected apps, where access is revoked.
-Thin views over `mcp_endpoint.oauth.consent` and `.grants`; granting and revoking are audited
-here (the MCP engine imports no app)."""
+Thin views over `mcp_endpoint.auth.oauth.consent` and `.grants`, which audit granting and
+revoking."""
 
 from __future__ import annotations
 
@@ -12,11 +12,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from audit.models import Event
 from common import roles
 from dashboard.access import role_required
-from devices.audit.models import Event
-from devices.audit.services import record_event
-from mcp_endpoint.oauth import consent, grants
+from mcp_endpoint.auth.oauth import consent, grants
 
 DASHBOARD = Event.Interface.DASHBOARD
 
@@ -41,15 +40,7 @@ def authorize(request: HttpRequest) -> HttpResponse:
     if request.POST.get("decision") != "allow":
         return redirect(consent.deny(uri))
     assert isinstance(request.user, User)  # role_required
-    location, grant = consent.approve(uri, request.user, request.POST.getlist("scope"))
-    if grant is not None:
-        record_event(
-            actor=request.user.get_username(),
-            interface=DASHBOARD,
-            action="oauth.grant",
-            target=f"oauth:{asked.client_host}"[:200],
-            after={"client": asked.client_name, "client_id": asked.client_id[:200], "scopes": grant.scopes},
-        )
+    location, _grant = consent.approve(uri, request.user, request.POST.getlist("scope"))
     return redirect(location)
 
 
@@ -64,16 +55,9 @@ def connected_apps(request: HttpRequest) -> HttpResponse:
 @require_POST
 @role_required(roles.CONNECT_APPS)
 def revoke_app(request: HttpRequest, grant_id: int) -> HttpResponse:
-    app = grants.revoke_app(grant_id)
+    app = grants.revoke_app(grant_id, actor=request.user.get_username(), interface=DASHBOARD)
     if app is None:
         messages.error(request, "That app has no access to revoke.")
     else:
-        record_event(
-            actor=request.user.get_username(),
-            interface=DASHBOARD,
-            action="oauth.revoke",
-            target=f"oauth:{app.client_host}"[:200],
-            before={"client": app.client_name, "scopes": app.scopes, "owner": app.owner},
-        )
         messages.success(request, f"{app.client_name} no longer has access to the hub.")
     return redirect("dashboard:connected_apps")

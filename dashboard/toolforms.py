@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mcp_endpoint import jsonrpc
+from mcp_endpoint.engine import jsonrpc
 
 SIMPLE = {"string", "integer", "number", "boolean"}
 

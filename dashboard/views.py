@@ -16,6 +16,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from audit import selectors as audit_reads
+from audit.models import Event
 from common import roles
 from dashboard.access import role_required, wants_json
 from dashboard.charts import NARROW, line_chart
@@ -25,8 +27,6 @@ from devices.agents import services as agents
 from devices.agents.calls import call_agent_tool, http_status
 from devices.agents.gateway import gateway
 from devices.agents.outcomes import CallFailed
-from devices.audit import selectors as audit_reads
-from devices.audit.models import Event
 from devices.home import selectors as home_reads
 from devices.home import services
 from devices.home.errors import HomeError
@@ -34,9 +34,9 @@ from devices.mqtt import status as mqtt_status
 from devices.telemetry import selectors as telemetry_reads
 from devices.xiaozhi import selectors as xiaozhi_reads
 from devices.xiaozhi import services as xiaozhi
-from mcp_endpoint import endpoints as mcp_endpoints
-from mcp_endpoint.pipeline import CallRefused, call_tool_or_raise
-from mcp_endpoint.registry import Caller
+from mcp_endpoint.engine.pipeline import ToolRefused, call_tool_or_raise
+from mcp_endpoint.engine.tools import Caller
+from mcp_endpoint.transports.outbound import endpoints as mcp_endpoints
 
 DASHBOARD = Event.Interface.DASHBOARD
 EVENTS_PER_PAGE = 25
@@ -212,7 +212,7 @@ def devices(request: HttpRequest) -> HttpResponse:
                 caller = Caller(actor=_actor(request), interface=DASHBOARD, audited=True)
                 try:
                     result = {"result": call_agent_tool(agent_id, tool_name, arguments, caller=caller)}
-                except (CallFailed, CallRefused) as failure:
+                except (CallFailed, ToolRefused) as failure:
                     status, result = http_status(failure), {"error": failure.message}
         if wants_json(request):
             return JsonResponse(result, status=status)

@@ -7,7 +7,7 @@ from django.shortcuts import get_object_or_404
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
-from devices.audit.models import Event
+from audit.models import Event
 from fel import selectors, services
 from fel.errors import FelError
 from fel.models import Invoice

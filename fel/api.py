@@ -12,8 +12,8 @@ from django.http import FileResponse, HttpRequest
 from ninja import File, Query, Router, Schema, Status
 from ninja.files import UploadedFile
 
+from audit.models import Event
 from common.rest import need
-from devices.audit.models import Event
 from fel import selectors
 from fel.errors import FelError
 from fel.models import Invoice

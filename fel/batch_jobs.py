@@ -21,7 +21,7 @@ from typing import Protocol
 from django.db import connections
 from django.utils import timezone
 
-from devices.audit.services import record_event
+from audit.services import record_event
 from fel import services
 from fel.batch import ManifestEntry
 from fel.config import output_dir

@@ -8,8 +8,10 @@ from fel import services
 from fel.batch import ManifestEntry
 from fel.errors import FelError
 from fel.paths import display_path
-from mcp_endpoint.registry import ToolContext, ToolError, registry, tool
-from mcp_endpoint.scopes import declare_scope
+from mcp_endpoint.auth.scopes import declare_scope
+from mcp_endpoint.engine.registry import registry, tool
+from mcp_endpoint.engine.tool_errors import ToolError
+from mcp_endpoint.engine.tools import ToolContext
 
 declare_scope("fel", "FEL invoices: validate, render and batch them (files under FEL_ROOT)")
 registry.add_instructions(

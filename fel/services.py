@@ -11,7 +11,7 @@ from pathlib import Path
 
 from django.db import transaction
 
-from devices.audit.services import record_event
+from audit.services import record_event
 from fel import batch as batch_engine
 from fel.config import batch_workers, branding, max_xml_bytes, output_dir
 from fel.errors import FelError

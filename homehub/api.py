@@ -20,17 +20,17 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError
 from ninja.security import HttpBearer, SessionAuth
 
+from audit.api import router as events_router
 from common import roles
 from common.rest import RestCaller
 from devices.agents.api import router as agents_router
-from devices.audit.api import router as events_router
 from devices.home.api import router as home_router
 from devices.telemetry.api import router as telemetry_router
 from fel.api import router as fel_router
 from fel.batch_api import router as batch_router
-from mcp_endpoint.pipeline import CallRefused, InsufficientScope, NotConfirmed, RateLimited
-from mcp_endpoint.scopes import scopes
-from mcp_endpoint.tokens import authenticate
+from mcp_endpoint.auth.scopes import scopes
+from mcp_endpoint.auth.tokens import authenticate
+from mcp_endpoint.engine.pipeline import InsufficientScope, NotConfirmed, RateLimited, ToolRefused
 
 logger = logging.getLogger(__name__)
 
@@ -95,8 +95,8 @@ def _too_many_files(request: HttpRequest, exc: Exception) -> HttpResponse:
     return api.create_response(request, {"detail": detail}, status=413)
 
 
-@api.exception_handler(CallRefused)
-def _refused(request: HttpRequest, exc: CallRefused) -> HttpResponse:
+@api.exception_handler(ToolRefused)
+def _refused(request: HttpRequest, exc: ToolRefused) -> HttpResponse:
     """A call the tool-call pipeline refused (views that call tools through it)."""
     status = {InsufficientScope: 403, NotConfirmed: 403, RateLimited: 429}.get(type(exc), 404)
     return api.create_response(request, {"detail": exc.message}, status=status)

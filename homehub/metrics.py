@@ -18,7 +18,7 @@ from prometheus_client.registry import Collector
 
 from devices.agents.metrics import AgentsCollector
 from devices.mqtt.metrics import MqttCollector
-from mcp_endpoint.metrics import EndpointsCollector, SessionsCollector
+from mcp_endpoint.engine.metrics import EndpointsCollector, SessionsCollector
 
 logger = logging.getLogger(__name__)
 

@@ -41,7 +41,7 @@ INSTALLED_APPS = [
     "common",
     "mcp_endpoint",
     "devices",  # the schema's history before the split below (see devices/apps.py)
-    "devices.audit",
+    "audit",
     "devices.home",
     "devices.agents",
     "devices.telemetry",
@@ -287,7 +287,7 @@ MCP_HTTP_JSON_RESPONSE = env_bool("MCP_HTTP_JSON_RESPONSE", False)
 # How long a tool waits for the client's answer to sampling/createMessage or elicitation/create.
 MCP_CLIENT_REQUEST_TIMEOUT_SECONDS = float(os.environ.get("MCP_CLIENT_REQUEST_TIMEOUT_SECONDS", 300))
 # How long a dangerous tool call waits for a person's confirmation (the client's elicitation, or
-# a pending request on the dashboard) before it is refused (mcp_endpoint.confirmation).
+# a pending request on the dashboard) before it is refused (mcp_endpoint.controls.confirmation).
 MCP_CONFIRMATION_SECONDS = float(os.environ.get("MCP_CONFIRMATION_SECONDS", 120))
 # The hub's address as its owner's browser reaches it (e.g. https://hub.example.com): set, an
 # MCP client that declared URL-mode elicitation is handed the approval page of its dangerous
@@ -312,7 +312,7 @@ MCP_ENDPOINT_POLL_SECONDS = float(os.environ.get("MCP_ENDPOINT_POLL_SECONDS", 5)
 # WebSocket pings to each endpoint this often; one unanswered this long drops the connection.
 MCP_ENDPOINT_PING_SECONDS = float(os.environ.get("MCP_ENDPOINT_PING_SECONDS", 20))
 
-# The hub's OAuth 2.1 server for /mcp (`mcp_endpoint.oauth`: hosted connectors): how long an
+# The hub's OAuth 2.1 server for /mcp (`mcp_endpoint.auth.oauth`: hosted connectors): how long an
 # access token lasts (the client refreshes it), how long a refresh token may wait to be used,
 # how long a client's metadata document (its client_id URL) is kept before it is read again,
 # whether documents on loopback addresses may be read (tests and development only: a client
@@ -365,7 +365,7 @@ DEVICE_WEBSOCKET_URL = os.environ.get("DEVICE_WEBSOCKET_URL", "")
 DEVICE_ACTIVATION_CODE_SECONDS = int(os.environ.get("DEVICE_ACTIVATION_CODE_SECONDS", 600))
 
 # --- Cache: shared through Redis when REDIS_URL is set; without it each process has its own,
-# and the rate limits' counts are shared through the database (`mcp_endpoint.ratelimit`) ------
+# and the rate limits' counts are shared through the database (`mcp_endpoint.auth.ratelimit`) ------
 if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
 else:

@@ -4,8 +4,8 @@ from django.urls import include, path
 from dashboard import oauth as dashboard_oauth
 from homehub import views
 from homehub.api import api
-from mcp_endpoint.oauth import views as oauth
-from mcp_endpoint.views import protected_resource_metadata
+from mcp_endpoint.auth.oauth import views as oauth
+from mcp_endpoint.auth.resource_metadata import protected_resource_metadata
 
 urlpatterns = [
     path("admin/", admin.site.urls),

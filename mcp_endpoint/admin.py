@@ -1,20 +1,34 @@
+"""The MCP engine in the admin: access tokens, outbound endpoints, the OAuth server's clients and
+the tool catalogue (every tool the hub offers, its own and its devices', with the owner's settings
+of each). Changes made here are audited."""
+
 from typing import Any
 
 from django import forms
+from django.apps import apps
 from django.conf import settings
 from django.contrib import admin, messages
+from django.db import transaction
 from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
 from django.utils.decorators import method_decorator
 from django.views.decorators.debug import sensitive_post_parameters
 
+from audit import services as audit
+from audit.admin import AuditedAdmin
+from audit.models import Event
 from common import roles
-from mcp_endpoint.endpoint_urls import MAX_URL_LENGTH, mask_url, validate_endpoint_url
-from mcp_endpoint.endpoints import parse_tools
-from mcp_endpoint.models import AccessToken, OAuthClient, OAuthGrant, OutboundEndpoint
-from mcp_endpoint.oauth.clients import shown_host
-from mcp_endpoint.scopes import scopes
-from mcp_endpoint.tokens import create_token, forget, revoke_all
+from mcp_endpoint.auth.oauth.clients import shown_host
+from mcp_endpoint.auth.scopes import scopes
+from mcp_endpoint.auth.tokens import create_token, forget, record_token_edit, revoke_all, token_view
+from mcp_endpoint.controls import catalogue
+from mcp_endpoint.models import AccessToken, OAuthClient, OAuthGrant, OutboundEndpoint, ToolSetting
+from mcp_endpoint.transports.outbound import endpoints
+from mcp_endpoint.transports.outbound.endpoint_urls import MAX_URL_LENGTH, mask_url, validate_endpoint_url
+from mcp_endpoint.transports.outbound.endpoints import parse_tools
+
+ADMIN = Event.Interface.ADMIN
 
 
 def scope_choices() -> list[tuple[str, str]]:
@@ -69,12 +83,21 @@ class AccessTokenAdmin(admin.ModelAdmin):
         return roles.can(request.user, roles.MANAGE_TOKENS) and super().has_delete_permission(request, obj)
 
     def save_model(self, request: HttpRequest, obj: AccessToken, form: AccessTokenForm, change: bool) -> None:
+        actor = request.user.get_username()
         if change:
-            super().save_model(request, obj, form, change)
+            before = token_view(AccessToken.objects.get(pk=obj.pk))
+            with transaction.atomic():
+                super().save_model(request, obj, form, change)
+                record_token_edit(obj, before, actor=actor, interface=ADMIN)
             forget([obj.key_id])  # a revocation or expiry set here applies at once
             return
         token, secret = create_token(
-            obj.name, form.cleaned_data["scopes"], owner=obj.owner, expires_at=obj.expires_at
+            obj.name,
+            form.cleaned_data["scopes"],
+            actor=actor,
+            interface=ADMIN,
+            owner=obj.owner,
+            expires_at=obj.expires_at,
         )
         obj.pk = token.pk
         obj.refresh_from_db()
@@ -86,7 +109,7 @@ class AccessTokenAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke selected tokens")
     def revoke(self, request: HttpRequest, queryset: QuerySet[AccessToken]) -> None:
-        count = revoke_all(queryset)
+        count = revoke_all(queryset, actor=request.user.get_username(), interface=ADMIN)
         self.message_user(request, f"{count} token(s) revoked.", messages.SUCCESS)
 
 
@@ -186,6 +209,20 @@ class OutboundEndpointAdmin(admin.ModelAdmin):
     def short_error(self, obj: OutboundEndpoint) -> str:
         return obj.last_error[:80]
 
+    def save_model(
+        self, request: HttpRequest, obj: OutboundEndpoint, form: OutboundEndpointForm, change: bool
+    ) -> None:
+        with transaction.atomic():
+            old = OutboundEndpoint.objects.select_for_update().get(pk=obj.pk) if change else None
+            super().save_model(request, obj, form, change)
+            endpoints.record_change(obj, old, actor=request.user.get_username(), interface=ADMIN)
+
+    def delete_model(self, request: HttpRequest, obj: OutboundEndpoint) -> None:
+        endpoints.delete_endpoints([obj], actor=request.user.get_username(), interface=ADMIN)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[OutboundEndpoint]) -> None:
+        endpoints.delete_endpoints(queryset, actor=request.user.get_username(), interface=ADMIN)
+
     @method_decorator(sensitive_post_parameters("url"))
     def changeform_view(
         self,
@@ -248,3 +285,114 @@ class OAuthClientAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     @admin.display(description="live grants", ordering="live")
     def live_grants(self, obj: OAuthClient) -> int:
         return int(getattr(obj, "live", 0))  # annotated by get_queryset
+
+
+TOOL_FIELDS = (
+    "name",
+    "enabled",
+    "needs_confirmation",
+    "client_confirms",
+    "description",
+    "own_description",
+    "title",
+    "scope",
+    "annotation_list",
+    "source_label",
+    "offered",
+    "last_offered_at",
+    "updated_at",
+    "updated_by",
+)
+OWNER_SETS = ("enabled", "needs_confirmation", "client_confirms", "description")  # the rest is read only
+
+
+@admin.register(ToolSetting)
+class ToolSettingAdmin(AuditedAdmin):
+    """Rows are made from the registry when the list opens: a tool is never added here, and a
+    device's tool stays listed (not offered now) while its device is away. Every edit is
+    audited and reaches every process's sessions as `notifications/tools/list_changed`."""
+
+    list_display = [
+        "name",
+        "enabled",
+        "needs_confirmation",
+        "client_confirms",
+        "overridden",
+        "scope",
+        "annotation_list",
+        "source_label",
+        "offered",
+        "updated_at",
+        "updated_by",
+    ]
+    list_editable = ["enabled", "needs_confirmation", "client_confirms"]
+    actions = ["disable", "enable"]
+    list_filter = ["enabled", "needs_confirmation", "client_confirms", "scope"]
+    search_fields = ["name", "title", "source", "own_description"]
+    fields = TOOL_FIELDS
+    readonly_fields = [f for f in TOOL_FIELDS if f not in OWNER_SETS]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        catalogue.record_offered_tools()
+        return super().changelist_view(request, extra_context)
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        obj.updated_at = timezone.now()
+        obj.updated_by = request.user.get_username()[:150]
+        super().save_model(request, obj, form, change)
+
+    @admin.action(description="Disable selected tools")
+    def disable(self, request: HttpRequest, queryset: QuerySet[ToolSetting]) -> None:
+        self._switch(request, queryset, False)
+
+    @admin.action(description="Enable selected tools")
+    def enable(self, request: HttpRequest, queryset: QuerySet[ToolSetting]) -> None:
+        self._switch(request, queryset, True)
+
+    def _switch(self, request: HttpRequest, queryset: QuerySet[ToolSetting], enabled: bool) -> None:
+        """One transaction: every process reloads the settings once, and each row is audited."""
+        actor = request.user.get_username()
+        with transaction.atomic():
+            rows = [row for row in queryset.select_for_update() if row.enabled != enabled]
+            for row in rows:
+                row.enabled, row.updated_at, row.updated_by = enabled, timezone.now(), actor[:150]
+                audit.save_row(
+                    row,
+                    target=self.audit_target,
+                    fields=["enabled"],
+                    initial={"enabled": not enabled},
+                    created=False,
+                    actor=actor,
+                )
+        word = "enabled" if enabled else "disabled"
+        self.message_user(request, f"{len(rows)} tool(s) {word}.", messages.SUCCESS)
+
+    def audit_target(self, row: Any) -> tuple[str, dict[str, Any]]:
+        catalogue.announce_change()  # in the edit's transaction, as the audit event
+        return f"tool:{row.name}", {"kind": "tool"}
+
+    @admin.display(description="description overridden", boolean=True)
+    def overridden(self, obj: ToolSetting) -> bool:
+        return bool(obj.description)
+
+    @admin.display(description="annotations")
+    def annotation_list(self, obj: ToolSetting) -> str:
+        hints = [name.removesuffix("Hint") for name, value in (obj.annotations or {}).items() if value]
+        return ", ".join(hints) or "—"
+
+    @admin.display(description="source", ordering="source")
+    def source_label(self, obj: ToolSetting) -> str:
+        """The declaring app by its name ("Home (devices.home)"), or the device."""
+        if obj.source.startswith("device "):
+            return obj.source
+        config = apps.get_containing_app_config(f"{obj.source}.mcp_tools") if obj.source else None
+        return f"{config.verbose_name} ({obj.source})" if config else obj.source or "—"
+
+    @admin.display(description="offered now", boolean=True)
+    def offered(self, obj: ToolSetting) -> bool:
+        return catalogue.offered_now(obj.name)

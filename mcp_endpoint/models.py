@@ -1,6 +1,6 @@
 """Access tokens for LLM agents (only a hash of each secret is stored), their HTTP sessions, the
 outbound endpoints the hub serves, the hub's OAuth server's clients, grants, codes and refresh
-tokens (hashed too; see `mcp_endpoint.oauth`), and the owner's settings of tools (the catalogue)."""
+tokens (hashed too; see `mcp_endpoint.auth.oauth`), and the owner's settings of tools (the catalogue)."""
 
 import json
 
@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from mcp_endpoint.endpoint_urls import validate_endpoint_url
+from mcp_endpoint.transports.outbound.endpoint_urls import validate_endpoint_url
 
 
 class AccessToken(models.Model):
@@ -74,7 +74,7 @@ class OutboundEndpoint(models.Model):
 
     The status fields are written by the one hub process holding the connection (`holder`,
     a lease renewed every MCP_ENDPOINT_POLL_SECONDS and lapsing at `held_until`; see
-    `mcp_endpoint.outbound`)."""
+    `mcp_endpoint.transports.outbound.supervisor`)."""
 
     name = models.CharField(
         max_length=100, unique=True, help_text="Shown in the audit trail as the actor of its calls."
@@ -180,7 +180,7 @@ class RefreshToken(models.Model):
 
 class ToolSetting(models.Model):
     """One tool of the catalogue: the owner's settings of it (`enabled`, `description`,
-    `needs_confirmation`), applied by every process's registry (`mcp_endpoint.catalogue`),
+    `needs_confirmation`), applied by every process's registry (`mcp_endpoint.controls.catalogue`),
     and what was last known of the tool, so that a device's tool shows while its device is
     away. A row is made for every tool the hub offers when the catalogue is looked at."""
 
@@ -272,7 +272,7 @@ class PendingConfirmation(models.Model):
 
 
 class RateCount(models.Model):
-    """How much of one budget (`mcp_endpoint.ratelimit`: a token's tool calls, an address's
+    """How much of one budget (`mcp_endpoint.auth.ratelimit`: a token's tool calls, an address's
     registrations) the hub processes have taken in one fixed window, when they share no Redis."""
 
     key = models.CharField(max_length=255)

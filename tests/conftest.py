@@ -108,10 +108,10 @@ def _daphne(env):
 
 @pytest.fixture
 def make_token(transactional_db):
-    from mcp_endpoint.tokens import create_token
+    from mcp_endpoint.auth.tokens import create_token
 
     def make(scopes=("read", "control", "fel", "devices"), name="agent", **kwargs) -> str:
-        return create_token(name, list(scopes), **kwargs)[1]
+        return create_token(name, list(scopes), **kwargs, actor="test", interface="system")[1]
 
     return make
 
@@ -120,7 +120,7 @@ def make_token(transactional_db):
 def extra_tools():
     """A `ToolSet` in the hub's registry for this test: tools declared on it with
     `tests.mcp_helpers.tool_on` are served by every transport until the test ends."""
-    from mcp_endpoint.registry import registry
+    from mcp_endpoint.engine.registry import registry
     from tests.mcp_helpers import ToolSet
 
     tools = ToolSet()

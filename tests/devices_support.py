@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 from websockets.asyncio.client import connect
 
+from audit.models import Event
 from devices.agents.services import register_agent
 from devices.agents.simulator import SimulatedDevice
-from devices.audit.models import Event
 from tests.hub_support import running_hub
 
 

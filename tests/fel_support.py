@@ -7,7 +7,8 @@ from pathlib import Path
 
 from asgiref.sync import async_to_sync
 
-from mcp_endpoint.registry import Caller, ToolContext, ToolResult, registry
+from mcp_endpoint.engine.registry import registry
+from mcp_endpoint.engine.tools import Caller, ToolContext, ToolResult
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "fel"
 REAL = sorted((FIXTURES / "real").glob("*.xml"))

@@ -7,8 +7,9 @@ import contextlib
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
-from mcp_endpoint.registry import Caller, Tool, ToolRegistry, registry
-from mcp_endpoint.session import ServerSession
+from mcp_endpoint.engine.registry import ToolRegistry, registry
+from mcp_endpoint.engine.session import ServerSession
+from mcp_endpoint.engine.tools import Caller, Tool
 
 ALL = frozenset({"read", "control", "fel", "devices"})
 LEGACY_INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}

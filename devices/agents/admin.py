@@ -7,11 +7,11 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import Model
 
+from audit.admin import AuditedAdmin
+from audit.models import Event
 from devices.agents import agent_channels, selectors
 from devices.agents import services as agent_services
 from devices.agents.models import Agent, AgentTool
-from devices.audit.admin import AuditedAdmin
-from devices.audit.models import Event
 
 ADMIN = Event.Interface.ADMIN
 

@@ -9,15 +9,15 @@ from django.http import HttpRequest
 from ninja import Field, Router, Schema, Status
 from ninja.errors import HttpError
 
+from audit.models import Event
 from common import roles
 from common.rest import Error, Name, need, rest_caller
 from devices.agents import selectors
 from devices.agents.calls import call_agent_tool, http_status
 from devices.agents.gateway import gateway
 from devices.agents.outcomes import CallFailed
-from devices.audit.models import Event
-from mcp_endpoint.pipeline import CallRefused
-from mcp_endpoint.registry import Caller
+from mcp_endpoint.engine.pipeline import ToolRefused
+from mcp_endpoint.engine.tools import Caller
 
 REST = Event.Interface.REST
 router = Router(tags=["agents"])
@@ -112,5 +112,5 @@ def call_tool(request: HttpRequest, agent_id: Name, tool: Name, call: ToolCall):
     caller = Caller(actor=actor, interface=REST, scopes=who.scopes, audited=True, confirms=who.by_token)
     try:
         return call_agent_tool(agent_id, tool, call.arguments, caller=caller)
-    except (CallFailed, CallRefused) as failure:
+    except (CallFailed, ToolRefused) as failure:
         return Status(http_status(failure), {"detail": failure.message})

@@ -8,6 +8,6 @@ class AgentsConfig(AppConfig):
 
     def ready(self) -> None:
         from devices.agents.gateway import gateway
-        from mcp_endpoint.registry import registry
+        from mcp_endpoint.engine.registry import registry
 
         registry.add_provider(gateway)

@@ -1,5 +1,5 @@
 """Calling an ESP32 agent's tool from the dashboard or the REST API: through the one
-tool-call pipeline (`mcp_endpoint.pipeline`, the `call_agent_tool` tool), as an MCP client
+tool-call pipeline (`mcp_endpoint.engine.pipeline`, the `call_agent_tool` tool), as an MCP client
 calls it; the gateway (`devices.agents.gateway`) routes the call to whichever hub process
 holds the device's connection and audits it. This module adapts that for sync views, and
 gives each failure type its HTTP status (`http_status`), which both doors answer.
@@ -7,12 +7,8 @@ gives each failure type its HTTP status (`http_status`), which both doors answer
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import contextvars
+from functools import partial
 from typing import Any
-
-from asgiref.sync import async_to_sync
 
 from devices.agents.gateway import gateway
 from devices.agents.outcomes import (
@@ -25,10 +21,9 @@ from devices.agents.outcomes import (
     UnknownAgent,
     UnknownTool,
 )
-from mcp_endpoint import pipeline
-from mcp_endpoint.registry import Caller, ToolContext
-
-STOP_CHECK_SECONDS = 0.25  # how often a waiting thread checks that the serving loop still runs
+from mcp_endpoint.engine import pipeline
+from mcp_endpoint.engine.from_sync import run_from_sync
+from mcp_endpoint.engine.tools import Caller, ToolContext
 
 HTTP_STATUS: dict[type[CallFailed], int] = {
     UnknownAgent: 404,
@@ -43,16 +38,16 @@ HTTP_STATUS: dict[type[CallFailed], int] = {
 
 
 # The pipeline's refusals: the call did not run.
-REFUSAL_STATUS: dict[type[pipeline.CallRefused], int] = {
-    pipeline.UnknownTool: 404,
+REFUSAL_STATUS: dict[type[pipeline.ToolRefused], int] = {
+    pipeline.ToolNotFound: 404,
     pipeline.InsufficientScope: 403,
     pipeline.RateLimited: 429,
     pipeline.NotConfirmed: 403,  # a person did not approve it (as PATCH /api/alarm answers)
 }
 
 
-def http_status(failure: CallFailed | pipeline.CallRefused) -> int:
-    if isinstance(failure, pipeline.CallRefused):
+def http_status(failure: CallFailed | pipeline.ToolRefused) -> int:
+    if isinstance(failure, pipeline.ToolRefused):
         return REFUSAL_STATUS.get(type(failure), 403)
     return HTTP_STATUS[type(failure)]
 
@@ -67,7 +62,7 @@ async def acall_agent_tool(
     await gateway.start()
     arguments = {"agent_id": agent_id, "tool": tool, "arguments": arguments}
     result = await pipeline.call_tool("call_agent_tool", arguments, ToolContext(caller=caller))
-    if isinstance(result.reason, CallFailed | pipeline.CallRefused):  # a person did not confirm it
+    if isinstance(result.reason, CallFailed | pipeline.ToolRefused):  # a person did not confirm it
         raise result.reason
     return result.as_mcp()
 
@@ -76,25 +71,10 @@ def call_agent_tool(agent_id: str, tool: str, arguments: dict[str, Any], *, call
     """From sync code (the REST and dashboard views, in Django's threads). Under a server the
     call runs on the loop that serves the devices, and this thread waits for it only while
     that loop runs: a server stopping (SIGTERM) never leaves it waiting for ever, which would
-    keep the process from exiting. Without a serving loop (a command, the test client), on a
-    loop of its own."""
-    loop = gateway.loop
-    if loop is None or loop.is_closed():
-        return async_to_sync(acall_agent_tool)(agent_id, tool, arguments, caller)
-    # Started in a context of its own: this thread's (a request's) would have the call's database
-    # work run in this very thread (asgiref's ThreadSensitiveContext), which waits for the call.
-    future = contextvars.Context().run(
-        asyncio.run_coroutine_threadsafe, acall_agent_tool(agent_id, tool, arguments, caller), loop
-    )
-    while True:
-        try:
-            return future.result(timeout=STOP_CHECK_SECONDS)
-        except concurrent.futures.CancelledError:  # the server's shutdown ended the call
-            raise HubStopping.now() from None
-        except concurrent.futures.TimeoutError:
-            if not loop.is_running():
-                future.cancel()
-                raise HubStopping.now() from None
+    keep the process from exiting (`HubStopping`). Without a serving loop (a command, the test
+    client), on a loop of its own (`mcp_endpoint.engine.from_sync`)."""
+    call = partial(acall_agent_tool, agent_id, tool, arguments, caller)
+    return run_from_sync(call, loop=gateway.loop, stopping=HubStopping.now)
 
 
 __all__ = ["HTTP_STATUS", "acall_agent_tool", "call_agent_tool", "http_status"]

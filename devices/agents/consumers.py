@@ -27,9 +27,9 @@ from django.conf import settings
 from devices.agents import services as agent_services
 from devices.agents.link import DeviceLink
 from devices.agents.models import Agent
-from mcp_endpoint import jsonrpc
-from mcp_endpoint.client import McpClient, McpClientError
-from mcp_endpoint.tokens import bearer_token
+from mcp_endpoint.auth.tokens import bearer_token
+from mcp_endpoint.client.mcp_client import McpClient, McpClientError
+from mcp_endpoint.engine import jsonrpc
 from mcp_endpoint.transports.idle import CLOSE_IDLE, IdleWatch
 
 logger = logging.getLogger(__name__)

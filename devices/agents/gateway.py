@@ -44,7 +44,10 @@ from devices.agents.outcomes import (
     from_wire,
 )
 from devices.agents.services import arecord_agent_call
-from mcp_endpoint.registry import Caller, LogRecord, Tool, ToolContext, ToolError, ToolResult, registry
+from mcp_endpoint.engine.client_logs import LogRecord
+from mcp_endpoint.engine.registry import registry
+from mcp_endpoint.engine.tool_errors import ToolError
+from mcp_endpoint.engine.tools import Caller, Tool, ToolContext, ToolResult
 
 logger = logging.getLogger(__name__)
 

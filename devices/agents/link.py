@@ -61,7 +61,7 @@ from devices.agents.outcomes import (
     DeviceTimeout,
     to_wire,
 )
-from mcp_endpoint.client import (
+from mcp_endpoint.client.mcp_client import (
     MCP,
     ConnectionLost,
     Dialect,
@@ -70,7 +70,7 @@ from mcp_endpoint.client import (
     RemoteError,
     RequestTimeout,
 )
-from mcp_endpoint.session import SERVER_NAME, SERVER_VERSION
+from mcp_endpoint.engine.session import SERVER_NAME, SERVER_VERSION
 
 logger = logging.getLogger(__name__)
 

@@ -8,8 +8,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from common.storable import LookupText
 from devices.agents import selectors
 from devices.agents.gateway import as_tool_result, gateway
-from mcp_endpoint.registry import ToolContext, ToolResult, registry, tool
-from mcp_endpoint.scopes import declare_scope
+from mcp_endpoint.auth.scopes import declare_scope
+from mcp_endpoint.engine.registry import registry, tool
+from mcp_endpoint.engine.tools import ToolContext, ToolResult
 
 declare_scope("devices", "ESP32 agents: list them and call their tools")
 registry.add_instructions(

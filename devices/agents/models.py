@@ -51,7 +51,7 @@ class AgentTool(models.Model):
     description = models.TextField(blank=True)
     input_schema = models.JSONField(default=dict, blank=True)
     # The device's hints (readOnlyHint, destructiveHint...): a destructive tool's calls wait
-    # for a person's confirmation (mcp_endpoint.confirmation).
+    # for a person's confirmation (mcp_endpoint.controls.confirmation).
     annotations = models.JSONField(default=dict, blank=True)
     available = models.BooleanField(default=True)
 

@@ -54,8 +54,8 @@ from devices.agents import services as agent_services
 from devices.agents.link import DeviceLink
 from devices.agents.models import Agent
 from devices.agents.outcomes import DeviceGone, to_wire
-from mcp_endpoint import jsonrpc
-from mcp_endpoint.client import SOMS, Dialect, McpClientError, RemoteError
+from mcp_endpoint.client.mcp_client import SOMS, Dialect, McpClientError, RemoteError
+from mcp_endpoint.engine import jsonrpc
 
 logger = logging.getLogger(__name__)
 

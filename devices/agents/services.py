@@ -19,12 +19,12 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from audit.models import Event
+from audit.services import record_event
 from common.storable import bounded_json, storable_json, storable_text
 from common.write_batches import batched
 from devices.agents import agent_channels, selectors
 from devices.agents.models import Agent, AgentTool
-from devices.audit.models import Event
-from devices.audit.services import record_event
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ MAX_AUDIT_CHARS = 2000
 
 
 def hash_device_token(token: str) -> str:
-    # Tokens are 256-bit random: a fast hash is enough (see mcp_endpoint.tokens).
+    # Tokens are 256-bit random: a fast hash is enough (see mcp_endpoint.auth.tokens).
     return hashlib.sha256(token.encode()).hexdigest()
 
 

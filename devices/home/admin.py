@@ -7,8 +7,8 @@ from typing import Any
 from django.contrib import admin, messages
 from django.db import transaction
 
-from devices.audit.admin import AuditedAdmin
-from devices.audit.models import Event
+from audit.admin import AuditedAdmin
+from audit.models import Event
 from devices.home import services, state
 from devices.home.models import Alarm, Light, Person
 

@@ -7,13 +7,13 @@ from datetime import datetime
 from django.http import HttpRequest
 from ninja import Router, Schema, Status
 
+from audit.models import Event
 from common import roles
 from common.rest import Error, Name, need, rest_caller
-from devices.audit.models import Event
 from devices.home import selectors, services
 from devices.home.errors import LightNotFound, PersonNotFound
-from mcp_endpoint.pipeline import call_tool_or_raise
-from mcp_endpoint.registry import Caller
+from mcp_endpoint.engine.pipeline import call_tool_or_raise
+from mcp_endpoint.engine.tools import Caller
 
 REST = Event.Interface.REST
 router = Router(tags=["home"])

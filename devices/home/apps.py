@@ -8,7 +8,7 @@ class HomeConfig(AppConfig):
 
     def ready(self) -> None:
         from devices.home.resources import HOME_SUMMARY, HomeResources
-        from mcp_endpoint.resources import resources
+        from mcp_endpoint.engine.providers import resources
 
         resources.add_provider(HomeResources())
         resources.add_prompt(HOME_SUMMARY)

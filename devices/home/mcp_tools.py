@@ -4,7 +4,9 @@ from pydantic import BaseModel, ConfigDict
 
 from devices.home import selectors, services, state
 from devices.home.errors import HomeError
-from mcp_endpoint.registry import ToolContext, ToolError, registry, tool
+from mcp_endpoint.engine.registry import registry, tool
+from mcp_endpoint.engine.tool_errors import ToolError
+from mcp_endpoint.engine.tools import ToolContext
 
 registry.add_instructions(
     "HomeHub runs a home: lights (salon, cocina, dormitorio, bano, garage), an alarm and the "

@@ -25,13 +25,13 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
+from audit.changes import CHANGES_GROUP
+from audit.models import Event
 from common.groups import channel_layer, keep_joined, receive_forever
 from common.mqtt import topics
-from devices.audit.changes import CHANGES_GROUP
-from devices.audit.models import Event
 from devices.home import selectors, services
 from devices.home.errors import HomeError
-from mcp_endpoint import jsonrpc
+from mcp_endpoint.engine import jsonrpc
 
 logger = logging.getLogger(__name__)
 

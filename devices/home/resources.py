@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from audit.changes import CHANGE_EVENT, CHANGES_GROUP
 from common.storable import is_storable
-from devices.audit.changes import CHANGE_EVENT, CHANGES_GROUP
 from devices.home import selectors
 from devices.home.models import Light
-from mcp_endpoint.resources import Prompt, PromptArgument, Resource, ResourceNotFound, ResourceTemplate
+from mcp_endpoint.engine.providers import Prompt, PromptArgument, Resource, ResourceNotFound, ResourceTemplate
 
 STATE = "home://state"
 ALARM = "home://alarm"

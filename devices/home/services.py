@@ -2,7 +2,7 @@
 
 Each write is one `transaction.atomic()` that locks and changes the row through the ORM,
 writes its audit `Event` (who, through which door, before and after) and announces the
-change, which every hub process hears once the transaction commits (`devices.audit.changes`).
+change, which every hub process hears once the transaction commits (`audit.changes`).
 This process's copy of the home's state is dropped as the transaction commits, before the
 write returns (`devices.home.state`). Async callers use the `a*` names: the same service in
 Django's database thread, where writes made at the same time share one hop and one commit
@@ -16,10 +16,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from audit.models import Event
+from audit.services import record_event
 from common.storable import is_storable
 from common.write_batches import batched
-from devices.audit.models import Event
-from devices.audit.services import record_event
 from devices.home import state
 from devices.home.errors import LightNotFound, PersonNotFound
 from devices.home.models import Alarm, Light, Person

@@ -22,8 +22,8 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db import connections, router
 
+from audit.changes import CHANGES_GROUP
 from common.groups import channel_layer
-from devices.audit.changes import CHANGES_GROUP
 from devices.home import selectors
 from devices.home.models import Light
 

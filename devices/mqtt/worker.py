@@ -28,12 +28,12 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.utils import timezone
 
+from audit.changes import asend_home_event
 from common.mqtt import topics
 from common.mqtt.connection import BrokerConfig, BrokerConfigError, connect, leave, make_client, valid_group
 from common.tasks import Tasks
 from devices.agents import services as agent_services
 from devices.agents.mqtt_link import AgentBridge, AnnouncementError, parse_announcement
-from devices.audit.changes import asend_home_event
 from devices.home.mqtt import HomeBridge, without_code
 from devices.mqtt import status
 from devices.mqtt.adoption import OFFLINE, ONLINE, Adoption

@@ -8,6 +8,6 @@ class TelemetryConfig(AppConfig):
 
     def ready(self) -> None:
         from devices.telemetry.resources import SensorResources
-        from mcp_endpoint.resources import resources
+        from mcp_endpoint.engine.providers import resources
 
         resources.add_provider(SensorResources())

@@ -6,7 +6,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from common.storable import LookupText
 from devices.telemetry import selectors
-from mcp_endpoint.registry import ToolContext, ToolError, registry, tool
+from mcp_endpoint.engine.registry import registry, tool
+from mcp_endpoint.engine.tool_errors import ToolError
+from mcp_endpoint.engine.tools import ToolContext
 
 registry.add_instructions(
     "Sensors (temperature, humidity, CO2, presence...) report through MQTT: get_sensor_values "

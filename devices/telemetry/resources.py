@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from devices.audit.changes import CHANGE_EVENT, CHANGES_GROUP
+from audit.changes import CHANGE_EVENT, CHANGES_GROUP
 from devices.telemetry import selectors
-from mcp_endpoint.resources import Resource, ResourceNotFound, ResourceTemplate
+from mcp_endpoint.engine.providers import Resource, ResourceNotFound, ResourceTemplate
 
 SENSORS = "home://sensors/latest"
 

@@ -3,7 +3,7 @@ device's token revoked) through the services, audited as `admin`."""
 
 from django.contrib import admin, messages
 
-from devices.audit.models import Event
+from audit.models import Event
 from devices.xiaozhi import services
 from devices.xiaozhi.models import Activation
 

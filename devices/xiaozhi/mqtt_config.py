@@ -13,8 +13,8 @@ from typing import Any
 
 from django.conf import settings
 
+from audit.models import Event
 from devices.agents.models import Agent
-from devices.audit.models import Event
 from devices.xiaozhi.mqtt import credentials
 
 

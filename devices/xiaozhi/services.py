@@ -45,14 +45,14 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from audit.models import Event
+from audit.services import record_event
 from common.storable import bounded_json, storable_json, storable_text
 from devices.agents import services as agent_services
 from devices.agents.models import Agent
-from devices.audit.models import Event
-from devices.audit.services import record_event
 from devices.xiaozhi.models import Activation
 from devices.xiaozhi.mqtt_config import mqtt_section
-from mcp_endpoint import jsonrpc
+from mcp_endpoint.engine import jsonrpc
 
 DEVICE = Event.Interface.DEVICE
 # After the first hand-out of a device token, check-ins get a fresh one for this long, until the

@@ -18,9 +18,9 @@ from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 from paho.mqtt.enums import CallbackAPIVersion
 
+from audit.changes import announce_change
 from devices.agents.models import Agent
 from devices.agents.simulator import SimulatedDevice
-from devices.audit.changes import announce_change
 from devices.mqtt.simulator import SimulatedMqttAgent, reading_message
 from devices.telemetry.services import Batch, store_batch
 from homehub.demo.catalogue import DemoAgent

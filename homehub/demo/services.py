@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from datetime import tzinfo
 
+from audit.models import Event
 from devices.agents.services import register_agent
-from devices.audit.models import Event
 from devices.home.services import seed_home
 from devices.mqtt.simulator import UNITS
 from devices.telemetry.models import TelemetryReading
@@ -15,9 +15,9 @@ from devices.telemetry.parsing import Reading
 from devices.telemetry.services import Batch, store_batch
 from homehub.demo.catalogue import DemoAgent
 from homehub.demo.climate import Room
+from mcp_endpoint.auth.scopes import scopes
+from mcp_endpoint.auth.tokens import create_token, revoke_all
 from mcp_endpoint.models import AccessToken
-from mcp_endpoint.scopes import scopes
-from mcp_endpoint.tokens import create_token, revoke_all
 
 ACTOR = "demo"
 TOKEN_NAME = "demo"
@@ -45,8 +45,8 @@ def register_agents(agents: list[DemoAgent]) -> dict[str, str]:
 
 def fresh_mcp_token() -> str:
     """A new all-scopes token for the demo's MCP clients; earlier demo tokens are revoked."""
-    revoke_all(AccessToken.objects.filter(name=TOKEN_NAME, revoked=False))
-    return create_token(TOKEN_NAME, list(scopes.names()))[1]
+    revoke_all(AccessToken.objects.filter(name=TOKEN_NAME), actor="demo", interface=Event.Interface.SYSTEM)
+    return create_token(TOKEN_NAME, list(scopes.names()), actor="demo", interface=Event.Interface.SYSTEM)[1]
 
 
 def readings_at(room: Room, at: float, tz: tzinfo) -> list[Reading]:

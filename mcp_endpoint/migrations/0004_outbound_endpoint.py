@@ -2,7 +2,7 @@
 
 from django.db import migrations, models
 
-import mcp_endpoint.endpoint_urls
+import mcp_endpoint.transports.outbound.endpoint_urls
 
 
 class Migration(migrations.Migration):
@@ -31,7 +31,8 @@ class Migration(migrations.Migration):
                 (
                     "url",
                     models.CharField(
-                        max_length=2000, validators=[mcp_endpoint.endpoint_urls.validate_endpoint_url]
+                        max_length=2000,
+                        validators=[mcp_endpoint.transports.outbound.endpoint_urls.validate_endpoint_url],
                     ),
                 ),
                 (

@@ -9,7 +9,7 @@ from typing import Any
 from django.conf import settings
 
 from common import origins
-from mcp_endpoint import jsonrpc
+from mcp_endpoint.engine import jsonrpc
 
 # ASGI as these transports speak it: the events are plain dicts.
 AsgiReceive = Callable[[], Awaitable[dict[str, Any]]]

@@ -23,12 +23,11 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from common.origins import host_allowed
-from mcp_endpoint import http_sessions, jsonrpc, sse_store
-from mcp_endpoint.db_upkeep import tidy_connections
-from mcp_endpoint.jsonrpc import JsonRpcError
-from mcp_endpoint.models import AccessToken
-from mcp_endpoint.oauth.resources import hub_resource, same_resource
-from mcp_endpoint.protocol import (
+from mcp_endpoint.auth.oauth.resource_indicators import hub_resource, same_resource
+from mcp_endpoint.auth.tokens import aauthenticate, bearer_token, caller_for
+from mcp_endpoint.engine import jsonrpc
+from mcp_endpoint.engine.jsonrpc import JsonRpcError
+from mcp_endpoint.engine.protocol import (
     META_PROTOCOL_VERSION,
     STATELESS_VERSIONS,
     SUPPORTED_VERSIONS,
@@ -36,10 +35,10 @@ from mcp_endpoint.protocol import (
     SessionState,
     stateless_meta,
 )
-from mcp_endpoint.registry import Caller, Tool
-from mcp_endpoint.session import ServerSession, too_many_in_flight
-from mcp_endpoint.tokens import aauthenticate, bearer_token, caller_for
-from mcp_endpoint.transports import mirrored_headers
+from mcp_endpoint.engine.session import ServerSession, too_many_in_flight
+from mcp_endpoint.engine.tools import Caller, Tool
+from mcp_endpoint.models import AccessToken
+from mcp_endpoint.transports import http_sessions, mirrored_headers, sse_store
 from mcp_endpoint.transports.asgi_http import (
     AsgiReceive,
     AsgiSend,
@@ -50,6 +49,7 @@ from mcp_endpoint.transports.asgi_http import (
     respond,
     respond_json,
 )
+from mcp_endpoint.transports.db_upkeep import tidy_connections
 from mcp_endpoint.transports.http_streams import listen_stream, resume_post_stream, serve_session_stream
 from mcp_endpoint.transports.slots import Slots
 from mcp_endpoint.transports.sse_stream import SseStream, primes

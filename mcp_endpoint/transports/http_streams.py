@@ -14,11 +14,12 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 
-from mcp_endpoint import http_sessions, relay, sse_store
+from mcp_endpoint.engine import relay
+from mcp_endpoint.engine.protocol import Outgoing, SessionState
+from mcp_endpoint.engine.session import ServerSession
+from mcp_endpoint.engine.tools import Caller
 from mcp_endpoint.models import AccessToken
-from mcp_endpoint.protocol import Outgoing, SessionState
-from mcp_endpoint.registry import Caller
-from mcp_endpoint.session import ServerSession
+from mcp_endpoint.transports import http_sessions, sse_store
 from mcp_endpoint.transports.asgi_http import AsgiReceive, AsgiSend
 from mcp_endpoint.transports.sse_stream import SseStream, primes
 

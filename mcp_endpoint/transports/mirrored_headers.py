@@ -16,8 +16,8 @@ import binascii
 import json
 from typing import Any
 
-from mcp_endpoint.protocol import META_PROTOCOL_VERSION
-from mcp_endpoint.registry import Tool
+from mcp_endpoint.engine.protocol import META_PROTOCOL_VERSION
+from mcp_endpoint.engine.tools import Tool
 
 NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 BASE64_PREFIX, BASE64_SUFFIX = "=?base64?", "?="

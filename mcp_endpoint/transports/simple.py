@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any, BinaryIO
 
-from mcp_endpoint.jsonrpc import dumps, loads
-from mcp_endpoint.pipeline import CallRefused, InsufficientScope, UnknownTool, call_tool
-from mcp_endpoint.registry import Caller, ToolContext, ToolRegistry, registry
+from mcp_endpoint.engine.jsonrpc import dumps, loads
+from mcp_endpoint.engine.pipeline import InsufficientScope, ToolNotFound, ToolRefused, call_tool
+from mcp_endpoint.engine.registry import ToolRegistry, registry
+from mcp_endpoint.engine.tools import Caller, ToolContext
 from mcp_endpoint.transports.lines import LineTooLong, LineWriter, read_lines
 
 PROTOCOL_VERSION = "0.1.0"
@@ -57,9 +58,9 @@ async def handle_line(line: bytes, caller: Caller, tools: ToolRegistry = registr
         return not_found
     try:
         outcome = await call_tool(name, message.get("args"), ToolContext(caller=caller), tools=tools)
-    except (UnknownTool, InsufficientScope):
+    except (ToolNotFound, InsufficientScope):
         return not_found
-    except CallRefused as refused:
+    except ToolRefused as refused:
         return _error(call_id, refused.message)
     if outcome.is_error:
         text = outcome.structured.get("error") if isinstance(outcome.structured, dict) else None

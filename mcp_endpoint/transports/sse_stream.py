@@ -13,8 +13,9 @@ from typing import Any
 
 from django.conf import settings
 
-from mcp_endpoint import jsonrpc, relay, sse_store
-from mcp_endpoint.protocol import Outgoing
+from mcp_endpoint.engine import jsonrpc, relay
+from mcp_endpoint.engine.protocol import Outgoing
+from mcp_endpoint.transports import sse_store
 from mcp_endpoint.transports.asgi_http import AsgiSend
 
 

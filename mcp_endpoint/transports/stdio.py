@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import BinaryIO
 
-from mcp_endpoint import jsonrpc
-from mcp_endpoint.protocol import Outgoing
-from mcp_endpoint.registry import Caller
-from mcp_endpoint.session import ServerSession
+from mcp_endpoint.engine import jsonrpc
+from mcp_endpoint.engine.protocol import Outgoing
+from mcp_endpoint.engine.session import ServerSession
+from mcp_endpoint.engine.tools import Caller
 from mcp_endpoint.transports.lines import LineTooLong, LineWriter, read_lines
 
 

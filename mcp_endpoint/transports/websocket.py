@@ -11,13 +11,13 @@ from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from mcp_endpoint import jsonrpc
-from mcp_endpoint.db_upkeep import tidy_connections
-from mcp_endpoint.metrics import WEBSOCKET_CONNECTIONS
-from mcp_endpoint.protocol import Outgoing
-from mcp_endpoint.session import ServerSession
-from mcp_endpoint.tokens import aauthenticate, bearer_token, caller_for
+from mcp_endpoint.auth.tokens import aauthenticate, bearer_token, caller_for
+from mcp_endpoint.engine import jsonrpc
+from mcp_endpoint.engine.metrics import WEBSOCKET_CONNECTIONS
+from mcp_endpoint.engine.protocol import Outgoing
+from mcp_endpoint.engine.session import ServerSession
 from mcp_endpoint.transports.asgi_http import Request, origin_allowed
+from mcp_endpoint.transports.db_upkeep import tidy_connections
 from mcp_endpoint.transports.idle import CLOSE_IDLE, IdleWatch
 from mcp_endpoint.transports.slots import Slots
 

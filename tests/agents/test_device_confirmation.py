@@ -19,10 +19,10 @@ from asgiref.sync import async_to_sync
 
 from devices.agents import selectors
 from devices.agents.simulator import FirmwareTool, SimulatedDevice, firmware_tools
-from mcp_endpoint import confirmation
+from mcp_endpoint.controls import confirmation
+from mcp_endpoint.engine.pipeline import NotConfirmed, call_tool
+from mcp_endpoint.engine.tools import Caller, ToolContext
 from mcp_endpoint.models import PendingConfirmation
-from mcp_endpoint.pipeline import NotConfirmed, call_tool
-from mcp_endpoint.registry import Caller, ToolContext
 from tests.devices_support import eventually, hub, new_device
 from tests.hub_support import running_hub
 from tests.mcp_endpoint.test_mcp_http import INIT, post, result_of

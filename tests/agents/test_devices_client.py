@@ -7,7 +7,7 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from devices.agents.names import exposed_name
-from mcp_endpoint.client import ConnectionLost, McpClient, RemoteError, RequestTimeout
+from mcp_endpoint.client.mcp_client import ConnectionLost, McpClient, RemoteError, RequestTimeout
 
 
 class FakeDevice:

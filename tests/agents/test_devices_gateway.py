@@ -7,8 +7,8 @@ import httpx
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 
+from audit.models import Event
 from devices.agents.models import Agent, AgentTool
-from devices.audit.models import Event
 from tests.devices_support import LlmSession, dashboard_call, eventually, hub, new_device
 from tests.mcp_endpoint.test_mcp_http import INIT, sse_messages
 

@@ -12,6 +12,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
+from audit.models import Event
 from common.groups import receive_forever
 from devices.agents import services as agent_services
 from devices.agents.gateway import gateway
@@ -19,8 +20,7 @@ from devices.agents.link import DeviceLink, detach_all, local_links
 from devices.agents.models import Agent, AgentTool
 from devices.agents.outcomes import CallResult
 from devices.agents.services import register_agent
-from devices.audit.models import Event
-from mcp_endpoint.registry import Caller
+from mcp_endpoint.engine.tools import Caller
 
 AGENT = "pipe-device"
 

@@ -13,6 +13,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
+from audit.models import Event
 from common.groups import receive_forever
 from devices.agents import agent_channels, outcomes
 from devices.agents.calls import HTTP_STATUS, http_status
@@ -30,10 +31,9 @@ from devices.agents.outcomes import (
     UnknownAgent,
     UnknownTool,
 )
-from devices.audit.models import Event
-from mcp_endpoint.client import McpClient
-from mcp_endpoint.registry import Caller
-from mcp_endpoint.tokens import create_token
+from mcp_endpoint.auth.tokens import create_token
+from mcp_endpoint.client.mcp_client import McpClient
+from mcp_endpoint.engine.tools import Caller
 from tests.mcp_helpers import Peer
 
 AGENT = "scripted-device"
@@ -151,7 +151,7 @@ def test_each_failure_reaches_rest_and_the_dashboard_with_the_status_of_its_type
 ):
     device_as(state)
     failure, words, status = FAILING[state]
-    token = create_token("integrator", ["devices"])[1]
+    token = create_token("integrator", ["devices"], actor="test", interface="system")[1]
     rest = client.post(
         f"/api/agents/{AGENT}/tools/{TOOL}/call",
         {"arguments": {}},
@@ -166,7 +166,7 @@ def test_each_failure_reaches_rest_and_the_dashboard_with_the_status_of_its_type
 
 def test_an_answer_reaches_every_door(client, staff_client, device_as):
     device_as("answer")
-    token = create_token("integrator", ["devices"])[1]
+    token = create_token("integrator", ["devices"], actor="test", interface="system")[1]
     rest = client.post(
         f"/api/agents/{AGENT}/tools/{TOOL}/call",
         {},
@@ -183,7 +183,7 @@ def test_an_answer_reaches_every_door(client, staff_client, device_as):
 
 
 def test_unknown_agents_are_404_at_every_door(client, staff_client, db):
-    token = create_token("integrator", ["devices"])[1]
+    token = create_token("integrator", ["devices"], actor="test", interface="system")[1]
     rest = client.post(
         "/api/agents/nobody/tools/t/call",
         {},
@@ -259,7 +259,7 @@ def test_rest_and_dashboard_calls_go_through_the_one_pipeline(client, staff_clie
 
     device_as("answer")
     before = counted("rest"), counted("dashboard")
-    token = create_token("integrator", ["devices"])[1]
+    token = create_token("integrator", ["devices"], actor="test", interface="system")[1]
     client.post(
         f"/api/agents/{AGENT}/tools/{TOOL}/call",
         {},

@@ -5,7 +5,7 @@ import asyncio
 import pytest
 from asgiref.sync import async_to_sync
 
-from devices.audit.models import Event
+from audit.models import Event
 from tests.devices_support import LlmSession, eventually, hub, new_device
 
 pytestmark = pytest.mark.live

@@ -8,9 +8,9 @@ import asyncio
 import pytest
 from asgiref.sync import async_to_sync
 
+from audit.models import Event
 from devices.agents.models import Agent
 from devices.agents.services import register_agent
-from devices.audit.models import Event
 from tests.devices_support import device_url, eventually
 from tests.hub_support import running_hub
 from tests.mqtt_support import Process

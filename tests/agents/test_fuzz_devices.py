@@ -16,22 +16,22 @@ from django.test import override_settings
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from audit.models import Event
 from common.mqtt.connection import BrokerConfig
 from dashboard.consumers import HomeConsumer
 from dashboard.toolforms import arguments_from, fields_for
 from devices.agents.models import Agent
 from devices.agents.mqtt_link import AnnouncementError, parse_announcement
 from devices.agents.services import register_agent
-from devices.audit.models import Event
 from devices.home.mqtt import CommandError, parse_switch
 from devices.home.services import seed_home
 from devices.mqtt.worker import Worker
 from devices.telemetry.ingest import Ingestor, Source
 from devices.telemetry.models import RejectedMessage, TelemetryReading
 from homehub.asgi import application
-from mcp_endpoint.client import McpClient, RemoteError
-from mcp_endpoint.registry import Caller
-from mcp_endpoint.session import ServerSession
+from mcp_endpoint.client.mcp_client import McpClient, RemoteError
+from mcp_endpoint.engine.session import ServerSession
+from mcp_endpoint.engine.tools import Caller
 from tests.fuzz_support import (
     DEEP_ARRAY,
     FUZZ,

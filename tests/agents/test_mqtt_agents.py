@@ -6,8 +6,8 @@ import time
 
 import pytest
 
+from audit.models import Event
 from devices.agents.models import Agent, AgentTool
-from devices.audit.models import Event
 from devices.home.models import Light
 from devices.mqtt.simulator import SimulatedMqttAgent
 from devices.telemetry.models import RejectedMessage
@@ -164,9 +164,9 @@ def test_lights_and_alarm_state_out_and_commands_in(live_env, staff_client, tmp_
         # A change through another door (the REST API of the same hub) goes out too.
         import httpx
 
-        from mcp_endpoint.tokens import create_token
+        from mcp_endpoint.auth.tokens import create_token
 
-        rest = create_token("rest", ["control"])[1]
+        rest = create_token("rest", ["control"], actor="test", interface="system")[1]
         changed = httpx.patch(
             f"{base}/api/lights/cocina", json={"on": True}, headers={"authorization": f"Bearer {rest}"}
         )

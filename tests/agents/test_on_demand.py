@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from asgiref.sync import async_to_sync
 
 from devices.agents.models import Agent, AgentTool
-from mcp_endpoint.tokens import create_token
+from mcp_endpoint.auth.tokens import create_token
 from tests.mcp_helpers import Peer
 
 MAC = "aa:bb:cc:dd:ee:01"
@@ -62,7 +62,7 @@ def test_a_call_while_nobody_talks_to_it_fails_at_once_saying_so(db, client):
     assert "connects to the hub only while someone is talking to it" in text
     assert "last reachable 2026-05-01T12:00:00+00:00" in text
 
-    token = create_token("integrator", ["devices", "read"])[1]
+    token = create_token("integrator", ["devices", "read"], actor="test", interface="system")[1]
     rest = client.post(
         f"/api/agents/{MAC}/tools/self.audio_speaker.set_volume/call",
         {},

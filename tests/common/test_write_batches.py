@@ -5,10 +5,11 @@ import asyncio
 import threading
 
 import pytest
+from asgiref.sync import async_to_sync, sync_to_async
 from django.db import transaction
 
+from audit.models import Event
 from common.write_batches import batched
-from devices.audit.models import Event
 from devices.home import services
 from devices.home.errors import LightNotFound
 from devices.home.models import Light
@@ -100,3 +101,35 @@ def test_a_call_cancelled_before_its_batch_starts_is_not_run(database_thread_hel
 
     assert asyncio.run(scenario()) is True
     assert ran == ["kept"]
+
+
+def test_a_batch_runs_in_a_waiting_callers_thread_never_in_one_already_answered():
+    """A REST or dashboard write reaches a batch from its request's thread (through
+    `async_to_sync`). Once that write is answered its thread moves on: the batches after it,
+    made of others' writes, must not be sent to it (they were, and the third was cancelled with
+    "CurrentThreadExecutor already quit")."""
+    started_a, release_a, started_b, release_b = (threading.Event() for _ in range(4))
+
+    def hold(started: threading.Event, release: threading.Event) -> str:
+        started.set()
+        release.wait(10)
+        return "held"
+
+    ahold, anote = batched(hold), batched(lambda: "noted")
+
+    async def serve():
+        def request() -> str:  # a view in a request's own thread, its write through the pipeline
+            return async_to_sync(ahold)(started_a, release_a)
+
+        a = asyncio.ensure_future(sync_to_async(request, thread_sensitive=False)())
+        await asyncio.to_thread(started_a.wait, 5)
+        b = asyncio.ensure_future(ahold(started_b, release_b))  # a session's write, behind it
+        await asyncio.sleep(0.05)
+        release_a.set()
+        await asyncio.to_thread(started_b.wait, 5)
+        c = asyncio.ensure_future(anote())  # another, behind the second batch
+        await asyncio.sleep(0.05)
+        release_b.set()
+        return await asyncio.wait_for(asyncio.gather(a, b, c), 10)
+
+    assert asyncio.run(serve()) == ["held", "held", "noted"]

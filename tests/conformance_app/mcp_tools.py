@@ -25,8 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mcp_endpoint.registry import ClientRequest, Tool, ToolContext, ToolError, ToolResult, registry, tool
-from mcp_endpoint.resources import (
+from mcp_endpoint.engine.providers import (
     Prompt,
     PromptArgument,
     Resource,
@@ -35,6 +34,9 @@ from mcp_endpoint.resources import (
     ResourceTemplate,
     resources,
 )
+from mcp_endpoint.engine.registry import registry, tool
+from mcp_endpoint.engine.tool_errors import ToolError
+from mcp_endpoint.engine.tools import ClientRequest, Tool, ToolContext, ToolResult
 
 # A 1x1 red PNG and a tiny silent WAV.
 PNG_BASE64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"

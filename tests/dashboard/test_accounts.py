@@ -4,8 +4,8 @@ their own account; each change in the audit trail."""
 
 import pytest
 
+from audit.models import Event
 from common import roles
-from devices.audit.models import Event
 from tests.hub_support import create_account
 
 pytestmark = pytest.mark.django_db

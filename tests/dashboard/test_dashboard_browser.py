@@ -191,7 +191,7 @@ def seed_telemetry_and_agent():
 
 
 def test_home_live_alarm_and_every_page(daphne_server, owner, browser, make_token):
-    from devices.audit.models import Event
+    from audit.models import Event
     from devices.home.models import Alarm, Light
 
     base = daphne_server

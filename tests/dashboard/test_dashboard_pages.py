@@ -5,8 +5,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from audit.models import Event
 from devices.agents.models import Agent, AgentTool
-from devices.audit.models import Event
 from devices.home import services
 from devices.home.models import Light, Person
 from devices.telemetry.models import TelemetryReading

@@ -10,7 +10,7 @@ import time
 import httpx
 import pytest
 
-from devices.audit.models import Event
+from audit.models import Event
 from tests.hub_support import running_hub
 
 pytestmark = pytest.mark.live

@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from mcp_endpoint import confirmation
+from mcp_endpoint.controls import confirmation
 from mcp_endpoint.models import PendingConfirmation
 
 LONG = "A" * 3000 + "-the-end-of-the-argument"

@@ -9,12 +9,12 @@ from asgiref.sync import async_to_sync, sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.utils import timezone
 
+from audit.models import Event
+from audit.services import record_event
 from dashboard.consumers import HomeConsumer
 from devices.agents.models import Agent, AgentTool
-from devices.audit.models import Event
-from devices.audit.services import record_event
 from devices.home.models import Alarm, Light, Person
-from mcp_endpoint.confirmation import decide
+from mcp_endpoint.controls.confirmation import decide
 from mcp_endpoint.models import OAuthGrant, PendingConfirmation
 from tests.hub_support import create_account
 from tests.oauth_support import pkce

@@ -40,8 +40,8 @@ def test_rows_made_before_the_split_are_there_after_it():
     leaves = MigrationExecutor(connection).loader.graph.leaf_nodes()
     _migrate(leaves)
 
+    from audit.models import Event
     from devices.agents.models import Agent
-    from devices.audit.models import Event
     from devices.home.models import Light, Person
     from devices.mqtt.models import MqttWorker
     from devices.telemetry.models import TelemetryReading

@@ -3,7 +3,7 @@
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from devices.audit.models import Event
+from audit.models import Event
 from fel.models import Invoice
 from tests.fel_support import BROKEN, SAT_SAMPLE, make_root
 from tests.home.test_api_home import bearer

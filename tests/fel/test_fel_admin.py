@@ -3,7 +3,7 @@
 import pytest
 from django.test import Client
 
-from devices.audit.models import Event
+from audit.models import Event
 from fel.models import Invoice
 from tests.fel_support import call, make_root
 

@@ -11,7 +11,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
-from devices.audit.models import Event
+from audit.models import Event
 from fel.models import BatchJob, Invoice
 from tests.fel_support import BROKEN, REAL, SAT_SAMPLE, make_root
 from tests.home.test_api_home import bearer

@@ -13,7 +13,7 @@ from fel.processing import process
 from fel.render import Branding
 from fel.themes import get_theme
 from fel.typefaces import FONT_DIR, Typeface
-from mcp_endpoint.registry import ToolError
+from mcp_endpoint.engine.tool_errors import ToolError
 from tests.fel_support import SAT_SAMPLE, call, make_root
 
 pytestmark = pytest.mark.django_db

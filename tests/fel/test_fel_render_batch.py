@@ -9,7 +9,7 @@ from PIL import Image
 from pypdf import PdfReader
 
 from fel.models import Invoice
-from mcp_endpoint.registry import ToolError
+from mcp_endpoint.engine.tool_errors import ToolError
 from tests.fel_support import call, make_root
 from tests.mcp_helpers import Peer
 

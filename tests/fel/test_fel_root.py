@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from mcp_endpoint.registry import ToolError, registry
+from mcp_endpoint.engine.registry import registry
+from mcp_endpoint.engine.tool_errors import ToolError
 from tests.fel_support import SAT_SAMPLE, call, make_root
 
 pytestmark = pytest.mark.django_db

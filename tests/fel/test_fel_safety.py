@@ -2,7 +2,7 @@
 
 import pytest
 
-from mcp_endpoint.registry import ToolError
+from mcp_endpoint.engine.tool_errors import ToolError
 from tests.fel_support import call, make_root
 
 pytestmark = pytest.mark.django_db

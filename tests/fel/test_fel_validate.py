@@ -4,7 +4,7 @@ import pytest
 
 from fel.models import Invoice
 from fel.validation import TIMES, nit_check_digit
-from mcp_endpoint.registry import ToolError
+from mcp_endpoint.engine.tool_errors import ToolError
 from tests.fel_support import BROKEN, REAL, call, make_root
 
 pytestmark = pytest.mark.django_db

@@ -2,7 +2,7 @@
 
 import pytest
 
-from devices.audit.models import Event
+from audit.models import Event
 from devices.home.models import Alarm, Light, Person
 
 pytestmark = pytest.mark.django_db

@@ -6,12 +6,12 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
+from audit.models import Event
 from devices.agents.models import Agent, AgentTool
-from devices.audit.models import Event
 from devices.home import services
 from devices.home.models import Light
 from devices.telemetry.models import TelemetryReading
-from mcp_endpoint.tokens import create_token
+from mcp_endpoint.auth.tokens import create_token
 from tests.hub_support import create_account
 from tests.telemetry_support import store_readings
 
@@ -19,7 +19,8 @@ pytestmark = pytest.mark.django_db
 
 
 def bearer(scopes=("read", "control", "fel", "devices"), name="integrator"):
-    return {"HTTP_AUTHORIZATION": f"Bearer {create_token(name, list(scopes))[1]}"}
+    token = create_token(name, list(scopes), actor="test", interface="system")[1]
+    return {"HTTP_AUTHORIZATION": f"Bearer {token}"}
 
 
 @pytest.fixture
@@ -84,7 +85,7 @@ def test_validation_errors(client, home):
 def test_alarm_and_people(client, home, settings, django_user_model):
     """The alarm changes for a logged-in person at once; a token's holder arms it at once (the
     safe direction) but waits for a person's confirmation to disarm it
-    (mcp_endpoint.confirmation), and without one nothing changes."""
+    (mcp_endpoint.controls.confirmation), and without one nothing changes."""
     settings.MCP_CONFIRMATION_SECONDS = 0.3
     auth = bearer()
     assert client.get("/api/alarm", **auth).json()["armed"] is False
@@ -188,12 +189,12 @@ def test_sensors_and_telemetry_pagination(client, db):
 
 
 def test_events_filtered_and_paginated(client, home):
+    auth = bearer(["read"])
     for i in range(12):
         services.set_light_state("salon", bool(i % 2), actor="ana", interface="mcp-http")
     services.set_alarm_state(True, actor="carlos", interface="admin")
-    auth = bearer(["read"])
     page = client.get("/api/events", {"limit": 5}, **auth).json()
-    assert page["count"] == 14 and len(page["items"]) == 5  # + the seed's event
+    assert page["count"] == 15 and len(page["items"]) == 5  # + the seed's event and the token's
     assert page["items"][0]["action"] == "alarm.set"
     assert client.get("/api/events", {"interface": "mcp-http"}, **auth).json()["count"] == 12
     assert client.get("/api/events", {"actor": "carl"}, **auth).json()["count"] == 1
@@ -235,7 +236,7 @@ def test_rest_and_dashboard_switch_lights_through_the_one_pipeline(client, staff
         return REGISTRY.get_sample_value("homehub_mcp_tool_calls_total", labels) or 0.0
 
     before = counted("rest"), counted("dashboard"), counted("rest", "error")
-    token = create_token("switcher", ["read", "control"])[1]
+    token = create_token("switcher", ["read", "control"], actor="test", interface="system")[1]
     patched = client.patch(
         "/api/lights/salon",
         {"on": True},

@@ -5,9 +5,9 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.core.management.base import CommandError
 
-from devices.audit import services as audit_services
-from devices.audit.changes import CHANGES_GROUP
-from devices.audit.models import Event
+from audit import services as audit_services
+from audit.changes import CHANGES_GROUP
+from audit.models import Event
 from devices.home import selectors, services, state
 from devices.home.errors import LightNotFound
 from devices.home.models import Alarm, Light, Person

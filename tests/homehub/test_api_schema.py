@@ -37,11 +37,13 @@ schema = schemathesis.pytest.from_fixture("api_schema")
 
 @pytest.fixture
 def token(home, tmp_path, settings, inline_batches):
-    from mcp_endpoint.tokens import create_token
+    from mcp_endpoint.auth.tokens import create_token
 
     make_root(tmp_path, settings)
     settings.MCP_CONFIRMATION_SECONDS = 0.05  # an alarm change by a token waits for a person: none here
-    return create_token("schemathesis", ["read", "control", "fel", "devices"])[1]
+    return create_token(
+        "schemathesis", ["read", "control", "fel", "devices"], actor="test", interface="system"
+    )[1]
 
 
 @pytest.mark.django_db

@@ -18,8 +18,8 @@ from homehub.demo import broker as brokers
 from homehub.demo.catalogue import AGENTS
 from homehub.demo.climate import Room
 from homehub.demo.services import HISTORY_SECONDS, prepare
+from mcp_endpoint.auth.tokens import authenticate
 from mcp_endpoint.models import AccessToken
-from mcp_endpoint.tokens import authenticate
 from tests.conftest import free_port
 from tests.hub_support import HubProcess
 from tests.mcp_helpers import sdk_client

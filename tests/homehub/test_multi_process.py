@@ -10,8 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from django.db import connection
 
+from audit.models import Event
 from devices.agents.services import register_agent
-from devices.audit.models import Event
 from devices.mqtt.models import MqttWorker
 from devices.mqtt.simulator import SimulatedMqttAgent
 from devices.telemetry.models import TelemetryReading

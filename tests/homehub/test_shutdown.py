@@ -14,10 +14,10 @@ import pytest
 from asgiref.sync import async_to_sync
 from websockets.exceptions import ConnectionClosed
 
+from audit.models import Event
 from devices.agents.models import Agent
 from devices.agents.services import register_agent
 from devices.agents.simulator import SimulatedDevice
-from devices.audit.models import Event
 from tests.devices_support import LlmSession, device_url, eventually
 from tests.hub_support import HubProcess
 

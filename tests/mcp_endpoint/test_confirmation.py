@@ -20,14 +20,15 @@ from django.core import signing
 from django.utils import timezone
 from pydantic import BaseModel
 
-from devices.audit.models import Event
+from audit.models import Event
 from devices.home import selectors, services
-from mcp_endpoint import confirmation
-from mcp_endpoint.input_rounds import SALT
+from mcp_endpoint.controls import confirmation
+from mcp_endpoint.engine.input_rounds import SALT
+from mcp_endpoint.engine.pipeline import NotConfirmed, call_tool
+from mcp_endpoint.engine.registry import ToolRegistry, ToolSettings, registry
+from mcp_endpoint.engine.session import ServerSession
+from mcp_endpoint.engine.tools import Caller, ClientRequest, ToolContext
 from mcp_endpoint.models import PendingConfirmation
-from mcp_endpoint.pipeline import NotConfirmed, call_tool
-from mcp_endpoint.registry import Caller, ClientRequest, ToolContext, ToolRegistry, ToolSettings, registry
-from mcp_endpoint.session import ServerSession
 from tests.mcp_helpers import tool_on
 
 AGENT = Caller(actor="assistant", interface="mcp-http", audited=True, rate_key="k1", confirms=True)

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from asgiref.sync import async_to_sync
 
-from devices.audit.models import Event
+from audit.models import Event
 from devices.home import selectors, services
 from mcp_endpoint.models import PendingConfirmation, ToolSetting
 from tests.conftest import free_port

@@ -17,8 +17,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from homehub.asgi import application
-from mcp_endpoint import jsonrpc
-from mcp_endpoint.registry import Caller
+from mcp_endpoint.engine import jsonrpc
+from mcp_endpoint.engine.tools import Caller
 from mcp_endpoint.transports.simple import serve_simple
 from mcp_endpoint.transports.stdio import serve_stdio
 from tests.fuzz_support import (
@@ -285,7 +285,7 @@ def test_websocket_binary_frame_closes_with_unsupported_data(make_token):
 def test_outbound_endpoint_answers_every_frame(quiet_limits, settings, junk):
     """An outbound endpoint (xiaozhi) sends anything over the connection the hub opened: every
     frame, text or binary, gets a JSON-RPC answer or none, and the session goes on."""
-    from mcp_endpoint.transports.outbound import serve_endpoint
+    from mcp_endpoint.transports.outbound.connection import serve_endpoint
     from tests.xiaozhi_support import FakeXiaozhi
 
     settings.MCP_MAX_MESSAGE_BYTES = 16384  # the hostile texts are read (past twice it, the socket closes)

@@ -14,15 +14,16 @@ from asgiref.sync import async_to_sync
 from channels.testing import HttpCommunicator, WebsocketCommunicator
 from pydantic import BaseModel
 
+from audit.models import Event
 from devices.agents.services import register_agent
-from devices.audit.models import Event
 from devices.home.models import Light
 from devices.home.services import seed_home
 from devices.telemetry.ingest import Ingestor, Source
 from devices.telemetry.models import TelemetryReading
 from homehub.asgi import application
-from mcp_endpoint import jsonrpc
-from mcp_endpoint.registry import ToolContext, ToolRegistry
+from mcp_endpoint.engine import jsonrpc
+from mcp_endpoint.engine.registry import ToolRegistry
+from mcp_endpoint.engine.tools import ToolContext
 from tests.mcp_helpers import LEGACY_INIT, Peer, ToolSet, tool_on
 from tests.mqtt_support import wait_until
 

@@ -12,10 +12,11 @@ from django.core import signing
 from prometheus_client import REGISTRY
 from pydantic import BaseModel
 
-from mcp_endpoint.input_rounds import SALT
-from mcp_endpoint.registry import Caller, ClientRequest, ToolContext, ToolRegistry, ToolResult
-from mcp_endpoint.resources import Prompt, ResourceRegistry
-from mcp_endpoint.session import ServerSession
+from mcp_endpoint.engine.input_rounds import SALT
+from mcp_endpoint.engine.providers import Prompt, ResourceRegistry
+from mcp_endpoint.engine.registry import ToolRegistry
+from mcp_endpoint.engine.session import ServerSession
+from mcp_endpoint.engine.tools import Caller, ClientRequest, ToolContext, ToolResult
 from tests.mcp_helpers import ALL, Peer, call, tool_on
 
 

@@ -9,9 +9,8 @@ from asgiref.sync import async_to_sync
 from pydantic import BaseModel, Field
 
 from common.origins import host_allowed, origin_allowed
-from mcp_endpoint import jsonrpc
-from mcp_endpoint.registry import Caller, Tool, ToolContext
-from mcp_endpoint.resources import (
+from mcp_endpoint.engine import jsonrpc
+from mcp_endpoint.engine.providers import (
     Prompt,
     PromptArgument,
     Resource,
@@ -19,7 +18,8 @@ from mcp_endpoint.resources import (
     ResourceNotFound,
     ResourceRegistry,
 )
-from mcp_endpoint.session import ServerSession
+from mcp_endpoint.engine.session import ServerSession
+from mcp_endpoint.engine.tools import Caller, Tool, ToolContext
 from mcp_endpoint.transports import mirrored_headers
 from mcp_endpoint.transports.http import StreamableHttpApp
 

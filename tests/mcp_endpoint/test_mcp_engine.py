@@ -7,11 +7,12 @@ import pytest
 from asgiref.sync import async_to_sync
 from pydantic import BaseModel
 
-from devices.audit.models import Event
+from audit.models import Event
 from devices.home.models import Light
-from mcp_endpoint import jsonrpc
-from mcp_endpoint import session as engine
-from mcp_endpoint.registry import ToolContext, ToolRegistry
+from mcp_endpoint.engine import jsonrpc
+from mcp_endpoint.engine import session as engine
+from mcp_endpoint.engine.registry import ToolRegistry
+from mcp_endpoint.engine.tools import ToolContext
 from tests.mcp_helpers import MODERN_META, Peer, tool_on
 
 
@@ -522,8 +523,8 @@ def test_engine_version_constants_are_consistent():
 def test_rate_limit_per_token_says_when_to_retry(home, settings):
     from django.core.cache import cache
 
-    from mcp_endpoint.registry import Caller
-    from mcp_endpoint.session import ServerSession
+    from mcp_endpoint.engine.session import ServerSession
+    from mcp_endpoint.engine.tools import Caller
 
     cache.clear()
     settings.MCP_RATE_LIMIT = 2

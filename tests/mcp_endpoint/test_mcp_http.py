@@ -10,7 +10,7 @@ from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.utils import timezone
 
-from devices.audit.models import Event
+from audit.models import Event
 from devices.home.models import Light
 from mcp_endpoint.models import AccessToken
 from tests.hub_support import running_hub

@@ -8,9 +8,9 @@ import httpx
 import pytest
 from asgiref.sync import async_to_sync
 
-from mcp_endpoint import jsonrpc
-from mcp_endpoint.listen import META_SUBSCRIPTION_ID
-from mcp_endpoint.registry import ToolRegistry
+from mcp_endpoint.engine import jsonrpc
+from mcp_endpoint.engine.listen import META_SUBSCRIPTION_ID
+from mcp_endpoint.engine.registry import ToolRegistry
 from tests.mcp_helpers import MODERN_META, Peer, sdk_client
 
 

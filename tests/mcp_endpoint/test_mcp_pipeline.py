@@ -1,12 +1,14 @@
-"""The one tool-call pipeline (mcp_endpoint.pipeline), from sync code and through seed 000's line
+"""The one tool-call pipeline (mcp_endpoint.engine.pipeline), from sync code and through seed 000's line
 protocol: scope, rate limit, error mapping and the audit observers, whatever the door."""
 
 import pytest
 from asgiref.sync import async_to_sync
 from pydantic import BaseModel
 
-from mcp_endpoint.pipeline import InsufficientScope, RateLimited, UnknownTool, call_tool_sync
-from mcp_endpoint.registry import Caller, ToolContext, ToolError, ToolRegistry
+from mcp_endpoint.engine.pipeline import InsufficientScope, RateLimited, ToolNotFound, call_tool_sync
+from mcp_endpoint.engine.registry import ToolRegistry
+from mcp_endpoint.engine.tool_errors import ToolError
+from mcp_endpoint.engine.tools import Caller, ToolContext
 from mcp_endpoint.transports.simple import handle_line
 from tests.mcp_helpers import tool_on
 
@@ -50,7 +52,7 @@ def test_a_sync_call_runs_the_tool_and_is_observed():
 
 def test_refusals_raise_and_the_scope_refusal_is_observed():
     reg, seen = registry_with_observer()
-    with pytest.raises(UnknownTool, match="Unknown tool: nope"):
+    with pytest.raises(ToolNotFound, match="Unknown tool: nope"):
         call_tool_sync("nope", {}, reader(), tools=reg)
     with pytest.raises(InsufficientScope) as refused:
         call_tool_sync("rename", {"name": "y"}, reader(), tools=reg)
@@ -88,12 +90,12 @@ def test_the_line_protocol_hides_tools_out_of_scope_with_seed_000s_text():
 def test_a_caller_with_a_tool_set_sees_and_calls_only_those():
     """An outbound endpoint's caller: its chosen tools only, within its scopes, in `tools/list`
     and in calls (any other is unknown to it, refused before it runs)."""
-    from mcp_endpoint.session import ServerSession
+    from mcp_endpoint.engine.session import ServerSession
 
     reg, _ = registry_with_observer()
     caller = Caller("kitchen", "mcp-endpoint", frozenset({"read", "control"}), tools=frozenset({"greet"}))
     assert [t.name for t in reg.list_for(caller)] == ["greet"]
-    with pytest.raises(UnknownTool):
+    with pytest.raises(ToolNotFound):
         call_tool_sync("rename", {"name": "y"}, caller, tools=reg)
     assert call_tool_sync("greet", {"name": "a"}, caller, tools=reg).structured["by"] == "kitchen"
 

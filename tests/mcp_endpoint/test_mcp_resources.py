@@ -9,7 +9,7 @@ from asgiref.sync import async_to_sync
 from websockets.asyncio.client import connect
 
 from devices.home import services
-from mcp_endpoint import jsonrpc
+from mcp_endpoint.engine import jsonrpc
 from tests.mcp_endpoint.test_mcp_engine import run
 from tests.mcp_endpoint.test_mcp_http import ACCEPT, INIT, post
 from tests.mcp_endpoint.test_mcp_websocket import rpc, ws_url

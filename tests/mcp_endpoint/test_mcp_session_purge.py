@@ -15,9 +15,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from mcp_endpoint import http_sessions
+from mcp_endpoint.auth.tokens import create_token
 from mcp_endpoint.models import AccessToken, McpSession
-from mcp_endpoint.tokens import create_token
+from mcp_endpoint.transports import http_sessions
 from tests.mcp_endpoint.test_limits import PING, mcp_post, request, session_of
 from tests.mcp_helpers import LEGACY_INIT
 
@@ -27,7 +27,7 @@ DAY = timedelta(days=1)
 @pytest.fixture
 def token(db, settings) -> AccessToken:
     settings.MCP_SESSION_IDLE_SECONDS = 3600
-    return create_token("agent", ["read"])[0]
+    return create_token("agent", ["read"], actor="test", interface="system")[0]
 
 
 def session(token: AccessToken, name: str, unused: timedelta, ended: bool = False) -> None:

@@ -6,7 +6,7 @@ import pickle
 from asgiref.sync import async_to_sync
 from django.core.cache.backends.base import BaseCache
 
-from mcp_endpoint import sse_store
+from mcp_endpoint.transports import sse_store
 from mcp_endpoint.transports.http import SseStream
 
 SESSION = "session-for-tests"

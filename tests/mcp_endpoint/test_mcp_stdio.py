@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from asgiref.sync import async_to_sync
 
-from devices.audit.models import Event
+from audit.models import Event
 from devices.home.models import Light
 
 ROOT = Path(__file__).resolve().parents[2]

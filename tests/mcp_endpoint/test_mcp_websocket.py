@@ -8,7 +8,7 @@ from asgiref.sync import async_to_sync
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from devices.audit.models import Event
+from audit.models import Event
 from devices.home.models import Light
 
 pytestmark = pytest.mark.live

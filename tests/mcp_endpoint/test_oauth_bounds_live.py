@@ -17,8 +17,8 @@ import pytest
 from django.utils import timezone
 
 from devices.home.models import Light
+from mcp_endpoint.auth.oauth import grants
 from mcp_endpoint.models import OAuthClient
-from mcp_endpoint.oauth import grants
 from tests.hub_support import running_hub
 from tests.mcp_endpoint.test_oauth_live import REDIRECT, Owner, call_tool, owner  # noqa: F401 (a fixture)
 from tests.oauth_support import DrippingServer, pkce, served_documents

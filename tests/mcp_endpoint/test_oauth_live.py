@@ -13,11 +13,11 @@ import httpx
 import pytest
 from asgiref.sync import async_to_sync
 
-from devices.audit.models import Event
+from audit.models import Event
 from devices.home.models import Light
-from mcp_endpoint import tokens
+from mcp_endpoint.auth import tokens
+from mcp_endpoint.auth.oauth import grants
 from mcp_endpoint.models import OAuthClient, RefreshToken
-from mcp_endpoint.oauth import grants
 from tests.conftest import free_port
 from tests.hub_support import create_account, log_in_over_http, running_hub
 from tests.mcp_endpoint.test_mcp_conformance import NEXT, NODE, SUITE_DIR, _suite_installed

@@ -11,11 +11,11 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import pytest
 from django.utils import timezone
 
-from devices.audit.models import Event
-from mcp_endpoint import tokens
+from audit.models import Event
+from mcp_endpoint.auth import tokens
+from mcp_endpoint.auth.oauth import client_documents
+from mcp_endpoint.auth.oauth.client_documents import ClientDocumentError
 from mcp_endpoint.models import AccessToken, OAuthClient, OAuthGrant, RefreshToken
-from mcp_endpoint.oauth import client_documents
-from mcp_endpoint.oauth.client_documents import ClientDocumentError
 from tests.conftest import free_port
 from tests.hub_support import create_account
 from tests.oauth_support import make_certificate, pkce, served_documents
@@ -280,7 +280,7 @@ def test_oauth_tokens_are_for_mcp_only_not_the_rest_api(browser):
 
 
 def test_static_tokens_are_untouched(db):
-    row, raw = tokens.create_token("agent", ["read"])
+    row, raw = tokens.create_token("agent", ["read"], actor="test", interface="system")
     assert tokens.authenticate(raw) == row and row.resource == "" and row.grant is None
 
 

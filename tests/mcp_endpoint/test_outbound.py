@@ -12,12 +12,12 @@ import logging
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 
-from devices.audit.models import Event
+from audit.models import Event
 from devices.home.models import Light
 from devices.home.services import seed_home
-from mcp_endpoint.endpoints import save_endpoint
 from mcp_endpoint.models import OutboundEndpoint
-from mcp_endpoint.outbound import Supervisor
+from mcp_endpoint.transports.outbound.endpoints import save_endpoint
+from mcp_endpoint.transports.outbound.supervisor import Supervisor
 from tests.xiaozhi_support import LOGGER, TOKEN, FakeXiaozhi
 
 DEFAULT_TOOLS = [
@@ -43,7 +43,7 @@ def house(transactional_db, settings):
 def add(name: str, url: str, **options) -> OutboundEndpoint:
     options.setdefault("scopes", "read,control")
     options.setdefault("tools", DEFAULT_TOOLS)
-    return save_endpoint(name, url, **options)[0]
+    return save_endpoint(name, url, actor="test", interface="system", **options)[0]
 
 
 async def row(name: str) -> OutboundEndpoint:
@@ -325,7 +325,7 @@ def test_a_token_in_the_path_is_masked_and_redacted_too(house, caplog, staff_cli
 def test_urls_are_checked_masked_and_redacted():
     from django.core.exceptions import ValidationError
 
-    from mcp_endpoint.endpoint_urls import mask_url, redact, validate_endpoint_url
+    from mcp_endpoint.transports.outbound.endpoint_urls import mask_url, redact, validate_endpoint_url
 
     url = f"wss://api.xiaozhi.me/mcp/?token={TOKEN}"
     assert mask_url(url) == "wss://api.xiaozhi.me/mcp/?token=…"

@@ -13,7 +13,7 @@ import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from django.core.management import call_command
 
-from devices.audit.models import Event
+from audit.models import Event
 from devices.home.models import Light
 from mcp_endpoint.models import OutboundEndpoint
 from tests.hub_support import HubProcess

@@ -4,7 +4,7 @@ its budget)."""
 
 import pytest
 
-from mcp_endpoint import tokens
+from mcp_endpoint.auth import tokens
 from mcp_endpoint.models import RateCount
 from tests.hub_support import running_hub
 from tests.mcp_endpoint.test_oauth_live import call_tool
@@ -14,7 +14,7 @@ LIMIT = 10
 
 
 def test_two_processes_share_one_budget_without_redis(live_env):
-    _, token = tokens.create_token("busy agent", ["read"])
+    _, token = tokens.create_token("busy agent", ["read"], actor="test", interface="system")
     limits = {"MCP_RATE_LIMIT": str(LIMIT), "MCP_RATE_WINDOW_SECONDS": "3600"}
     assert "REDIS_URL" not in live_env
     with running_hub(live_env, **limits) as first, running_hub(live_env, **limits) as second:

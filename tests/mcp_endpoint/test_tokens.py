@@ -6,8 +6,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
+from mcp_endpoint.auth.tokens import authenticate, bearer_token, create_token, revoke_all
 from mcp_endpoint.models import AccessToken
-from mcp_endpoint.tokens import authenticate, bearer_token, create_token, revoke
 
 pytestmark = pytest.mark.django_db
 
@@ -27,15 +27,17 @@ def test_unknown_scope_is_refused():
 
 
 def test_wrong_revoked_and_expired_tokens_are_refused():
-    row, token = create_token("a", ["read"])
+    row, token = create_token("a", ["read"], actor="test", interface="system")
     assert authenticate(token) == row
     assert authenticate(token[:-1] + ("A" if token[-1] != "A" else "B")) is None
     assert authenticate("hh_" + row.key_id) is None
     assert authenticate("Bearer nonsense") is None
     assert authenticate("") is None
-    revoke(row)
+    revoke_all(AccessToken.objects.filter(pk=row.pk), actor="test", interface="system")
     assert authenticate(token) is None
-    _, old = create_token("b", ["read"], expires_at=timezone.now() - timedelta(seconds=1))
+    _, old = create_token(
+        "b", ["read"], expires_at=timezone.now() - timedelta(seconds=1), actor="test", interface="system"
+    )
     assert authenticate(old) is None
 
 

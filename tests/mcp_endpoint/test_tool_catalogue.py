@@ -7,15 +7,17 @@ import pytest
 from asgiref.sync import async_to_sync
 from pydantic import BaseModel
 
+from audit.models import Event
 from devices.agents.gateway import gateway
 from devices.agents.models import Agent, AgentTool
 from devices.agents.names import exposed_name
 from devices.agents.outcomes import UnknownTool as UnknownDeviceTool
-from devices.audit.models import Event
-from mcp_endpoint import catalogue, jsonrpc
+from mcp_endpoint.controls import catalogue
+from mcp_endpoint.engine import jsonrpc
+from mcp_endpoint.engine.pipeline import ToolNotFound, call_tool
+from mcp_endpoint.engine.registry import ToolRegistry, ToolSettings, registry
+from mcp_endpoint.engine.tools import Caller, ToolContext
 from mcp_endpoint.models import ToolSetting
-from mcp_endpoint.pipeline import UnknownTool, call_tool
-from mcp_endpoint.registry import Caller, ToolContext, ToolRegistry, ToolSettings, registry
 from tests.mcp_helpers import Peer, tool_on
 
 AGENT = "kitchen-speaker"
@@ -74,7 +76,7 @@ def test_a_disabled_tool_is_not_listed_and_its_call_is_refused_as_unknown():
     listed, called = async_to_sync(scenario)()
     assert [t["name"] for t in listed["result"]["tools"]] == ["lamp_level"]
     assert called["error"]["code"] == jsonrpc.INVALID_PARAMS and "unlock_door" in called["error"]["message"]
-    with pytest.raises(UnknownTool):  # every door's pipeline, not only sessions
+    with pytest.raises(ToolNotFound):  # every door's pipeline, not only sessions
         async_to_sync(call_tool)("unlock_door", {}, ToolContext(caller=Caller("x", "rest")), tools=tools)
     assert [t.name for t in tools.all_tools()] == ["lamp_level", "unlock_door"]  # the catalogue's view
 

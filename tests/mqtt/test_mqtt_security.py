@@ -78,7 +78,7 @@ def test_a_wrong_password_is_refused(tmp_path):
 def test_disarming_over_mqtt_needs_the_configured_code(live_env, tmp_path):
     """On an anonymous broker (the demo's), anyone may publish `homehub/alarm/set`: arming works,
     disarming needs MQTT_DISARM_CODE in the command, and with none configured it is off."""
-    from devices.audit.models import Event
+    from audit.models import Event
     from devices.home.models import Alarm
     from devices.telemetry.models import RejectedMessage
 

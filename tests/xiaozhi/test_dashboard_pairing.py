@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
+from audit.models import Event
 from devices.agents.models import Agent
-from devices.audit.models import Event
 from devices.xiaozhi.models import Activation
 from tests.xiaozhi_ota_support import MAC, check_in
 

@@ -10,7 +10,7 @@ from django.db import transaction
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from devices.audit.models import Event
+from audit.models import Event
 from devices.xiaozhi.models import Activation
 from devices.xiaozhi.services import PairingError, pair
 from tests.fuzz_support import FUZZ, HOSTILE_TEXTS, json_values, nasty_text, wire_bytes

@@ -7,9 +7,9 @@ import json
 import pytest
 from django.core.management import call_command
 
+from audit.models import Event
 from devices.agents.models import Agent
 from devices.agents.services import register_agent
-from devices.audit.models import Event
 from devices.xiaozhi.models import MqttCredential
 from devices.xiaozhi.mqtt import credentials
 from devices.xiaozhi.mqtt.credentials import Address, EndpointError

@@ -19,10 +19,10 @@ import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from paho.mqtt.enums import CallbackAPIVersion
 
+from audit.models import Event
 from devices.agents.models import Agent, AgentTool
 from devices.agents.services import register_agent
 from devices.agents.simulator_mqtt import ConnectRefused, SimulatedMqttDevice
-from devices.audit.models import Event
 from devices.xiaozhi.mqtt_config import mqtt_section
 from tests.agents.test_devices_gateway import http_call, http_request
 from tests.conftest import free_port

@@ -18,9 +18,9 @@ from channels.layers import get_channel_layer
 from django.core.management import call_command
 from websockets.exceptions import InvalidStatus
 
+from audit.models import Event
 from devices.agents.models import Agent, AgentTool
 from devices.agents.simulator import SimulatedDevice
-from devices.audit.models import Event
 from devices.xiaozhi.models import Activation
 from tests.devices_support import LlmSession, eventually, hub
 from tests.hub_support import ROOT

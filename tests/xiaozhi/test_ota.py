@@ -11,9 +11,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
+from audit.models import Event
 from devices.agents.models import Agent
 from devices.agents.services import admit_device, agent_connected
-from devices.audit.models import Event
 from devices.xiaozhi import services
 from devices.xiaozhi.models import Activation
 from devices.xiaozhi.services import PairingError, pair, unbind

@@ -22,8 +22,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from audit.services import record_event
 from devices.agents.models import Agent
-from devices.audit.services import record_event
 from devices.xiaozhi.mqtt.models import MqttCredential
 
 PUBLISH_PREFIX = "devices/up/"

@@ -24,7 +24,7 @@ from django.conf import settings
 from devices.agents import services as agent_services
 from devices.agents.link import DeviceLink
 from devices.agents.models import Agent
-from mcp_endpoint import jsonrpc
+from mcp_endpoint.engine import jsonrpc
 
 if TYPE_CHECKING:
     from devices.xiaozhi.mqtt.listener import DeviceConnection

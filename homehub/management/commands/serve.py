@@ -65,8 +65,8 @@ class Command(BaseCommand):
         from twisted.internet import defer, reactor
 
         from homehub.asgi import application, before_stop, servers_to_stop
-        from mcp_endpoint.outbound import Supervisor
-        from mcp_endpoint.registry import registry
+        from mcp_endpoint.engine.registry import registry
+        from mcp_endpoint.transports.outbound.supervisor import Supervisor
 
         mqtt_url = demo.broker.url if demo and demo.broker.url else settings.MQTT_URL
 

@@ -5,9 +5,10 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from mcp_endpoint.endpoint_urls import mask_url
-from mcp_endpoint.endpoints import save_endpoint, tools_not_served
-from mcp_endpoint.scopes import scopes as declared_scopes
+from audit.models import Event
+from mcp_endpoint.auth.scopes import scopes as declared_scopes
+from mcp_endpoint.transports.outbound.endpoint_urls import mask_url
+from mcp_endpoint.transports.outbound.endpoints import save_endpoint, tools_not_served
 
 DEFAULT_SCOPES = "read,control"
 
@@ -49,7 +50,15 @@ class Command(BaseCommand):
             url = (options.get("stdin") or sys.stdin).readline().strip()
         chosen = tools if tools is not None else ",".join(settings.MCP_ENDPOINT_DEFAULT_TOOLS)
         try:
-            endpoint, created = save_endpoint(name, url, scopes=scopes, tools=chosen, enabled=not disabled)
+            endpoint, created = save_endpoint(
+                name,
+                url,
+                scopes=scopes,
+                tools=chosen,
+                actor="add_mcp_endpoint",
+                interface=Event.Interface.SYSTEM,
+                enabled=not disabled,
+            )
         except ValidationError as exc:
             raise CommandError(" ".join(exc.messages)) from None
         except ValueError as exc:

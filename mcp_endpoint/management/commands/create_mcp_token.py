@@ -4,8 +4,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from mcp_endpoint.scopes import scopes as declared_scopes
-from mcp_endpoint.tokens import create_token, parse_scopes
+from audit.models import Event
+from mcp_endpoint.auth.scopes import scopes as declared_scopes
+from mcp_endpoint.auth.tokens import create_token, parse_scopes
 
 
 class Command(BaseCommand):
@@ -40,7 +41,14 @@ class Command(BaseCommand):
             if user is None:
                 raise CommandError(f"no user named {owner!r}")
         expires_at = timezone.now() + timedelta(days=expires_days) if expires_days else None
-        token, secret = create_token(name, scope_list, owner=user, expires_at=expires_at)
+        token, secret = create_token(
+            name,
+            scope_list,
+            actor="create_mcp_token",
+            interface=Event.Interface.SYSTEM,
+            owner=user,
+            expires_at=expires_at,
+        )
         self.stderr.write(
             f"Token {token.name!r} created with scopes {','.join(token.scopes)}"
             + (f", expires {expires_at:%Y-%m-%d %H:%M} UTC" if expires_at else "")

@@ -3,7 +3,7 @@ import signal
 
 from django.core.management.base import BaseCommand
 
-from mcp_endpoint.outbound import Supervisor
+from mcp_endpoint.transports.outbound.supervisor import Supervisor
 
 
 class Command(BaseCommand):

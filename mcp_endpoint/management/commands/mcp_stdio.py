@@ -7,8 +7,9 @@ import sys
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from mcp_endpoint.registry import Caller, registry
-from mcp_endpoint.scopes import scopes as declared_scopes
+from mcp_endpoint.auth.scopes import scopes as declared_scopes
+from mcp_endpoint.engine.registry import registry
+from mcp_endpoint.engine.tools import Caller
 from mcp_endpoint.transports.simple import serve_simple
 from mcp_endpoint.transports.stdio import serve_stdio
 

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandParser
 
 from common.pruning import parse_age
-from mcp_endpoint.http_sessions import purge
+from mcp_endpoint.transports.http_sessions import purge
 
 
 class Command(BaseCommand):

@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from audit.models import Event
 from devices.agents.models import Agent
 from devices.agents.services import AgentIdClash, register_agent
-from devices.audit.models import Event
 
 
 class Command(BaseCommand):

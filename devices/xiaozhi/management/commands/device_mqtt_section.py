@@ -2,8 +2,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from audit.models import Event
 from devices.agents.models import Agent
-from devices.audit.models import Event
 from devices.xiaozhi.mqtt.credentials import EndpointError
 from devices.xiaozhi.mqtt_config import mqtt_section
 

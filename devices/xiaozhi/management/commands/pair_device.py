@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from devices.audit.models import Event
+from audit.models import Event
 from devices.xiaozhi.services import PairingError, pair
 
 

@@ -1,0 +1,1 @@
+"""The owner's controls over tools: the catalogue and a person's confirmation of dangerous calls."""
