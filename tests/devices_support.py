@@ -13,8 +13,8 @@ import httpx
 from websockets.asyncio.client import connect
 
 from devices.agents.services import register_agent
-from devices.agents.simulator import SimulatedDevice
 from devices.audit.models import Event
+from devices.xiaozhi.simulator import SimulatedDevice
 from tests.hub_support import running_hub
 
 

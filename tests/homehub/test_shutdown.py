@@ -16,8 +16,8 @@ from websockets.exceptions import ConnectionClosed
 
 from devices.agents.models import Agent
 from devices.agents.services import register_agent
-from devices.agents.simulator import SimulatedDevice
 from devices.audit.models import Event
+from devices.xiaozhi.simulator import SimulatedDevice
 from tests.devices_support import LlmSession, device_url, eventually
 from tests.hub_support import HubProcess
 

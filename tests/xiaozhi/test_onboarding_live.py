@@ -19,9 +19,9 @@ from django.core.management import call_command
 from websockets.exceptions import InvalidStatus
 
 from devices.agents.models import Agent, AgentTool
-from devices.agents.simulator import SimulatedDevice
 from devices.audit.models import Event
 from devices.xiaozhi.models import Activation
+from devices.xiaozhi.simulator import SimulatedDevice
 from tests.devices_support import LlmSession, eventually, hub
 from tests.hub_support import ROOT
 from tests.mqtt_support import Process
