@@ -123,7 +123,7 @@ def online_agents_by_transport() -> dict[str, int]:
     return counts
 
 
-class Presence(TypedDict):
+class AgentPresence(TypedDict):
     """Whether an agent can be called now: `online`; `offline`; `on_demand` (offline, and it
     connects only while someone talks to it); `pending` (not approved); `unknown`. `last_seen`:
     when it was last reachable."""
@@ -132,7 +132,7 @@ class Presence(TypedDict):
     last_seen: datetime | None
 
 
-def agent_presence(agent_id: str) -> Presence:
+def agent_presence(agent_id: str) -> AgentPresence:
     row = (
         Agent.objects.filter(agent_id=agent_id)
         .values_list("approved", "online", "connects_on_demand", "last_seen")
