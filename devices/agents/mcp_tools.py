@@ -5,6 +5,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from common.schemas import NoArguments
 from common.storable import LookupText
 from devices.agents import selectors
 from devices.agents.gateway import as_tool_result, gateway
@@ -16,10 +17,6 @@ registry.add_instructions(
     "ESP32 devices offer tools of their own: list_agents shows them, call_agent_tool calls one "
     "(each online device's tools also appear under names of their own)."
 )
-
-
-class NoArguments(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class AgentToolInfo(BaseModel):

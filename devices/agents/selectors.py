@@ -11,6 +11,7 @@ from django.db.models import Count
 
 from devices.agents import names
 from devices.agents.models import Agent, AgentTool
+from devices.agents.schemas import AgentOut, ToolOut
 
 
 class DeviceTool(TypedDict):
@@ -46,27 +47,6 @@ class AgentSummary(TypedDict):
     last_seen: datetime | None
     server_info: dict[str, Any]
     tools: list[ToolSummary]
-
-
-class ToolRow(TypedDict):
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-    available: bool
-
-
-class AgentRow(TypedDict):
-    """An agent in detail (dashboard, REST API)."""
-
-    agent_id: str
-    name: str
-    transport: str
-    approved: bool
-    online: bool
-    connects_on_demand: bool
-    last_seen: datetime | None
-    server_info: dict[str, Any]
-    tools: list[ToolRow]
 
 
 def agent_device_tools(agent_ids: list[str] | None = None) -> dict[str, OnlineAgent]:
@@ -169,10 +149,10 @@ aagent_presence = sync_to_async(agent_presence)
 aagent_session = sync_to_async(agent_session)
 
 
-def agents(agent_ids: list[str] | None = None) -> list[AgentRow]:
+def agents(agent_ids: list[str] | None = None) -> list[AgentOut]:
     """Every agent (or those of `agent_ids`), approved or pending, with its tools and their schemas."""
     rows = Agent.objects.all() if agent_ids is None else Agent.objects.filter(agent_id__in=agent_ids)
-    found: dict[str, AgentRow] = {
+    found: dict[str, AgentOut] = {
         row["agent_id"]: {**row, "tools": []}
         for row in rows.values(
             "agent_id",
@@ -196,12 +176,12 @@ def agents(agent_ids: list[str] | None = None) -> list[AgentRow]:
     return list(found.values())
 
 
-def agent(agent_id: str) -> AgentRow | None:
+def agent(agent_id: str) -> AgentOut | None:
     found = agents([agent_id])
     return found[0] if found else None
 
 
-def agent_tool(agent_id: str, tool: str) -> ToolRow | None:
+def agent_tool(agent_id: str, tool: str) -> ToolOut | None:
     row = agent(agent_id)
     if row is None:
         return None
