@@ -11,7 +11,7 @@ from django.db.models import Count
 
 from devices.agents import names
 from devices.agents.models import Agent, AgentTool
-from devices.agents.schemas import AgentOut, ToolOut
+from devices.agents.schemas import AgentInfo, AgentOut, ToolOut
 
 
 class DeviceTool(TypedDict):
@@ -28,25 +28,6 @@ class OnlineAgent(TypedDict):
     call_timeout: float
     tools: list[DeviceTool]
     clashes_with: str  # an older agent whose tools' names this one's would take ("" when none)
-
-
-class ToolSummary(TypedDict):
-    name: str
-    description: str
-    available: bool
-
-
-class AgentSummary(TypedDict):
-    """An approved agent as `list_agents` shows it."""
-
-    agent_id: str
-    name: str
-    transport: str
-    online: bool
-    connects_on_demand: bool
-    last_seen: datetime | None
-    server_info: dict[str, Any]
-    tools: list[ToolSummary]
 
 
 def agent_device_tools(agent_ids: list[str] | None = None) -> dict[str, OnlineAgent]:
@@ -79,14 +60,20 @@ def agent_device_tools(agent_ids: list[str] | None = None) -> dict[str, OnlineAg
     return found
 
 
-def list_agents() -> list[AgentSummary]:
-    """Every approved agent, online or not, with the tools it is known to have."""
-    agents: dict[str, AgentSummary] = {
-        row["agent_id"]: {**row, "tools": []}
-        for row in Agent.objects.filter(approved=True).values(
-            "agent_id", "name", "transport", "online", "connects_on_demand", "last_seen", "server_info"
-        )
-    }
+def list_agents() -> list[AgentInfo]:
+    """Every approved agent, online or not, with the tools it is known to have, as the
+    `list_agents` tool gives them out (without the names the gateway offers their tools under,
+    which only the tool knows)."""
+    agents: dict[str, AgentInfo] = {}
+    for row in Agent.objects.filter(approved=True).values(
+        "agent_id", "name", "transport", "online", "connects_on_demand", "last_seen", "server_info"
+    ):
+        last_seen = row["last_seen"]
+        agents[row["agent_id"]] = {
+            **row,
+            "last_seen": last_seen.isoformat() if last_seen else None,
+            "tools": [],
+        }
     for agent_id, name, description, available in AgentTool.objects.filter(agent__approved=True).values_list(
         "agent__agent_id", "name", "description", "available"
     ):
