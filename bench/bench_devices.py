@@ -2,7 +2,7 @@
 
 One daphne process serves the hub on a fresh temporary SQLite database (`DJANGO_DEBUG=0`,
 the in-memory channel layer, no rate limit). This process registers the agents, connects
-simulated devices (`devices.agents.simulator`, xiaozhi-style firmware) to `/ws/devices/` and
+simulated devices (`devices.xiaozhi.simulator`, xiaozhi-style firmware) to `/ws/devices/` and
 drives LLM agents over `/ws/mcp/`, calling `<agent>__self_audio_speaker_set_volume` on
 random devices, so every call crosses the whole path: MCP session, gateway, channel layer,
 device consumer, device and back, with both audit events written.
@@ -153,7 +153,7 @@ async def run(
     from asgiref.sync import sync_to_async
 
     from devices.agents.models import Agent
-    from devices.agents.simulator import SimulatedDevice
+    from devices.xiaozhi.simulator import SimulatedDevice
 
     ws_base = base.replace("http://", "ws://")
     devices: list[SimulatedDevice] = []

@@ -10,7 +10,7 @@ Traffic, at fixed moderate rates, from this process (asyncio, plus paho's thread
 - mcp-http: Streamable HTTP session opened on `a` (SSE answers), `get_all_states`,
   `set_light_state` and `get_alarm_status` in turn;
 - mcp-ws: the same over `/ws/mcp/`, connected to `a`;
-- device: a simulated ESP32 (`devices.agents.simulator`) on `a`'s `/ws/devices/`, called through
+- device: a simulated ESP32 (`devices.xiaozhi.simulator`) on `a`'s `/ws/devices/`, called through
   the gateway by an LLM-side client on `b` (`<agent>__self_lamp_set_power`, and
   `call_agent_tool` with `self.get_device_status`);
 - dashboard: a logged-in user's page GETs on both processes in turn, and a `/ws/home/`
@@ -68,7 +68,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 sys.path.insert(0, str(ROOT))
 
-from devices.agents.simulator import SimulatedDevice
+from devices.xiaozhi.simulator import SimulatedDevice
 
 AGENT = "soak_esp32"
 SENSOR = ("soak", "sensor", "env_01", "temperature")

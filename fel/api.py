@@ -6,24 +6,20 @@ Needs the `fel` scope. Uploads go through `fel.uploads`, which records them thro
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 from django.http import FileResponse, HttpRequest
 from ninja import File, Query, Router, Schema, Status
 from ninja.files import UploadedFile
 
 from audit.models import Event
-from common.rest import need
+from common.rest import Error, need
 from fel import selectors
 from fel.errors import FelError
 from fel.models import Invoice
 from fel.uploads import UploadTooLarge, process_upload
 
 router = Router(tags=["invoices"])
-
-
-class Error(Schema):
-    detail: Any
 
 
 class InvoiceOut(Schema):

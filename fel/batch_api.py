@@ -7,24 +7,20 @@ a ZIP of the manifest and PDFs, or one PDF. Jobs are run by `fel.batch_jobs`."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 from django.http import FileResponse, HttpRequest
 from ninja import File, Query, Router, Schema, Status
 from ninja.files import UploadedFile
 
 from audit.models import Event
-from common.rest import need
+from common.rest import Error, need
 from fel import batch_jobs, selectors
 from fel.errors import FelError
 from fel.models import BatchJob
 
 router = Router(tags=["invoice batches"])
 BINARY = {"schema": {"type": "string", "format": "binary"}}
-
-
-class Error(Schema):
-    detail: Any
 
 
 class BatchFileOut(Schema):

@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "devices.agents",
     "devices.telemetry",
     "devices.mqtt",
+    "devices.soms",
     "devices.xiaozhi",
     "fel",
     "dashboard",

@@ -14,7 +14,7 @@ from websockets.asyncio.client import connect
 
 from audit.models import Event
 from devices.agents.services import register_agent
-from devices.agents.simulator import SimulatedDevice
+from devices.xiaozhi.simulator import SimulatedDevice
 from tests.hub_support import running_hub
 
 

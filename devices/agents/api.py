@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from django.http import HttpRequest
@@ -16,30 +15,12 @@ from devices.agents import selectors
 from devices.agents.calls import call_agent_tool, http_status
 from devices.agents.gateway import gateway
 from devices.agents.outcomes import CallFailed
+from devices.agents.schemas import AgentOut, ToolOut
 from mcp_endpoint.engine.pipeline import ToolRefused
 from mcp_endpoint.engine.tools import Caller
 
 REST = Event.Interface.REST
 router = Router(tags=["agents"])
-
-
-class ToolOut(Schema):
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-    available: bool
-
-
-class AgentOut(Schema):
-    agent_id: str
-    name: str
-    transport: str
-    approved: bool
-    online: bool
-    connects_on_demand: bool
-    last_seen: datetime | None
-    server_info: dict[str, Any]
-    tools: list[ToolOut]
 
 
 class ToolCall(Schema):
@@ -58,14 +39,14 @@ def list_agents(request: HttpRequest):
     return [_enabled_tools_only(agent) for agent in selectors.agents()]
 
 
-def _enabled_tools_only(agent: selectors.AgentRow) -> selectors.AgentRow:
+def _enabled_tools_only(agent: AgentOut) -> AgentOut:
     """The agent with the tools the owner left enabled (the tool catalogue)."""
     row = agent.copy()
     row["tools"] = gateway.enabled_only(agent["agent_id"], agent["tools"])
     return row
 
 
-def _agent_or_404(agent_id: str) -> selectors.AgentRow:
+def _agent_or_404(agent_id: str) -> AgentOut:
     row = selectors.agent(agent_id)
     if row is None:
         raise HttpError(404, f"Unknown agent '{agent_id}'.")

@@ -1,6 +1,6 @@
 """A device link: one session of an ESP32 agent with this hub process, whatever carries its
 frames. The lifecycle every device transport shares is written here once; a transport (the
-WebSocket consumer, `devices.agents.consumers`; the MQTT bridge, `devices.agents.mqtt_link`)
+WebSocket consumer, `devices.xiaozhi.websocket`; the MQTT bridge, `devices.soms.link`)
 admits its devices its own way, moves their frames and subclasses `DeviceLink`:
 
 - `register()`: record this session online in the database, with the transport's service

@@ -5,9 +5,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from common.schemas import NoArguments, output_model
 from common.storable import LookupText
 from devices.agents import selectors
 from devices.agents.gateway import as_tool_result, gateway
+from devices.agents.schemas import AgentList
 from mcp_endpoint.auth.scopes import declare_scope
 from mcp_endpoint.engine.registry import registry, tool
 from mcp_endpoint.engine.tools import ToolContext, ToolResult
@@ -19,35 +21,6 @@ registry.add_instructions(
 )
 
 
-class NoArguments(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class AgentToolInfo(BaseModel):
-    name: str
-    description: str
-    available: bool
-    gateway_name: str | None = Field(None, description="The name to call it by directly, while online")
-
-
-class AgentInfo(BaseModel):
-    agent_id: str
-    name: str
-    transport: str
-    online: bool
-    connects_on_demand: bool = Field(
-        description="The device connects only while someone is talking to it (stock xiaozhi "
-        "firmware): offline is its usual state, and its tools can be called only while it is online"
-    )
-    last_seen: str | None = Field(description="When the device was last reachable (ISO 8601)")
-    server_info: dict[str, Any]
-    tools: list[AgentToolInfo]
-
-
-class AgentList(BaseModel):
-    agents: list[AgentInfo]
-
-
 class CallAgentToolInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
     agent_id: LookupText = Field(description="The agent, as list_agents names it")
@@ -55,30 +28,18 @@ class CallAgentToolInput(BaseModel):
     arguments: dict[str, Any] = Field(default_factory=dict, description="As the tool's input schema asks")
 
 
-@tool(scope="devices", read_only=True)
+@tool(scope="devices", read_only=True, output=output_model(AgentList))
 def list_agents(args: NoArguments, ctx: ToolContext) -> AgentList:
     """Lists the ESP32 agents (devices), whether each is online (or connects only while spoken to),
     when each was last reachable, and the tools each one offers"""
-    agents = []
-    for agent in selectors.list_agents():
+    agents = selectors.list_agents()
+    for agent in agents:
         names = gateway.names_of(agent["agent_id"])
-        last_seen = agent["last_seen"]
-        agents.append(
-            AgentInfo(
-                agent_id=agent["agent_id"],
-                name=agent["name"],
-                transport=agent["transport"],
-                online=agent["online"],
-                connects_on_demand=agent["connects_on_demand"],
-                last_seen=last_seen.isoformat() if last_seen else None,
-                server_info=agent["server_info"],
-                tools=[
-                    AgentToolInfo(**t, gateway_name=names.get(t["name"]))
-                    for t in gateway.enabled_only(agent["agent_id"], agent["tools"])
-                ],
-            )
-        )
-    return AgentList(agents=agents)
+        agent["tools"] = gateway.enabled_only(agent["agent_id"], agent["tools"])
+        for tool_info in agent["tools"]:
+            if tool_info["name"] in names:
+                tool_info["gateway_name"] = names[tool_info["name"]]
+    return {"agents": agents}
 
 
 @tool(scope="devices", open_world=True)

@@ -11,6 +11,7 @@ from django.db.models import Count
 
 from devices.agents import names
 from devices.agents.models import Agent, AgentTool
+from devices.agents.schemas import AgentInfo, AgentOut, ToolOut
 
 
 class DeviceTool(TypedDict):
@@ -27,46 +28,6 @@ class OnlineAgent(TypedDict):
     call_timeout: float
     tools: list[DeviceTool]
     clashes_with: str  # an older agent whose tools' names this one's would take ("" when none)
-
-
-class ToolSummary(TypedDict):
-    name: str
-    description: str
-    available: bool
-
-
-class AgentSummary(TypedDict):
-    """An approved agent as `list_agents` shows it."""
-
-    agent_id: str
-    name: str
-    transport: str
-    online: bool
-    connects_on_demand: bool
-    last_seen: datetime | None
-    server_info: dict[str, Any]
-    tools: list[ToolSummary]
-
-
-class ToolRow(TypedDict):
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-    available: bool
-
-
-class AgentRow(TypedDict):
-    """An agent in detail (dashboard, REST API)."""
-
-    agent_id: str
-    name: str
-    transport: str
-    approved: bool
-    online: bool
-    connects_on_demand: bool
-    last_seen: datetime | None
-    server_info: dict[str, Any]
-    tools: list[ToolRow]
 
 
 def agent_device_tools(agent_ids: list[str] | None = None) -> dict[str, OnlineAgent]:
@@ -99,14 +60,20 @@ def agent_device_tools(agent_ids: list[str] | None = None) -> dict[str, OnlineAg
     return found
 
 
-def list_agents() -> list[AgentSummary]:
-    """Every approved agent, online or not, with the tools it is known to have."""
-    agents: dict[str, AgentSummary] = {
-        row["agent_id"]: {**row, "tools": []}
-        for row in Agent.objects.filter(approved=True).values(
-            "agent_id", "name", "transport", "online", "connects_on_demand", "last_seen", "server_info"
-        )
-    }
+def list_agents() -> list[AgentInfo]:
+    """Every approved agent, online or not, with the tools it is known to have, as the
+    `list_agents` tool gives them out (without the names the gateway offers their tools under,
+    which only the tool knows)."""
+    agents: dict[str, AgentInfo] = {}
+    for row in Agent.objects.filter(approved=True).values(
+        "agent_id", "name", "transport", "online", "connects_on_demand", "last_seen", "server_info"
+    ):
+        last_seen = row["last_seen"]
+        agents[row["agent_id"]] = {
+            **row,
+            "last_seen": last_seen.isoformat() if last_seen else None,
+            "tools": [],
+        }
     for agent_id, name, description, available in AgentTool.objects.filter(agent__approved=True).values_list(
         "agent__agent_id", "name", "description", "available"
     ):
@@ -123,7 +90,7 @@ def online_agents_by_transport() -> dict[str, int]:
     return counts
 
 
-class Presence(TypedDict):
+class AgentPresence(TypedDict):
     """Whether an agent can be called now: `online`; `offline`; `on_demand` (offline, and it
     connects only while someone talks to it); `pending` (not approved); `unknown`. `last_seen`:
     when it was last reachable."""
@@ -132,7 +99,7 @@ class Presence(TypedDict):
     last_seen: datetime | None
 
 
-def agent_presence(agent_id: str) -> Presence:
+def agent_presence(agent_id: str) -> AgentPresence:
     row = (
         Agent.objects.filter(agent_id=agent_id)
         .values_list("approved", "online", "connects_on_demand", "last_seen")
@@ -169,10 +136,10 @@ aagent_presence = sync_to_async(agent_presence)
 aagent_session = sync_to_async(agent_session)
 
 
-def agents(agent_ids: list[str] | None = None) -> list[AgentRow]:
+def agents(agent_ids: list[str] | None = None) -> list[AgentOut]:
     """Every agent (or those of `agent_ids`), approved or pending, with its tools and their schemas."""
     rows = Agent.objects.all() if agent_ids is None else Agent.objects.filter(agent_id__in=agent_ids)
-    found: dict[str, AgentRow] = {
+    found: dict[str, AgentOut] = {
         row["agent_id"]: {**row, "tools": []}
         for row in rows.values(
             "agent_id",
@@ -196,12 +163,12 @@ def agents(agent_ids: list[str] | None = None) -> list[AgentRow]:
     return list(found.values())
 
 
-def agent(agent_id: str) -> AgentRow | None:
+def agent(agent_id: str) -> AgentOut | None:
     found = agents([agent_id])
     return found[0] if found else None
 
 
-def agent_tool(agent_id: str, tool: str) -> ToolRow | None:
+def agent_tool(agent_id: str, tool: str) -> ToolOut | None:
     row = agent(agent_id)
     if row is None:
         return None

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from django.http import HttpRequest
 from ninja import Router, Schema, Status
 
@@ -12,6 +10,7 @@ from common import roles
 from common.rest import Error, Name, need, rest_caller
 from devices.home import selectors, services
 from devices.home.errors import LightNotFound, PersonNotFound
+from devices.home.schemas import AlarmOut, LightOut, PersonOut
 from mcp_endpoint.engine.pipeline import call_tool_or_raise
 from mcp_endpoint.engine.tools import Caller
 
@@ -27,31 +26,12 @@ def _caller(request: HttpRequest) -> Caller:
     return Caller(actor=who.actor, interface=REST, scopes=who.scopes, audited=True, confirms=who.by_token)
 
 
-class LightOut(Schema):
-    name: str
-    label: str
-    room: str
-    on: bool
-    updated_at: datetime
-
-
 class LightChange(Schema):
     on: bool
 
 
-class AlarmOut(Schema):
-    armed: bool
-    updated_at: datetime | None
-
-
 class AlarmChange(Schema):
     armed: bool
-
-
-class PersonOut(Schema):
-    name: str
-    present: bool
-    updated_at: datetime
 
 
 class PresenceChange(Schema):

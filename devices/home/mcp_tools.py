@@ -2,8 +2,10 @@
 
 from pydantic import BaseModel, ConfigDict
 
-from devices.home import selectors, services, state
+from common.schemas import NoArguments, output_model
+from devices.home import services, state
 from devices.home.errors import HomeError
+from devices.home.schemas import AlarmStatusOut, AllStatesOut, LightsOnOut, PresenceOut
 from mcp_endpoint.engine.registry import registry, tool
 from mcp_endpoint.engine.tool_errors import ToolError
 from mcp_endpoint.engine.tools import ToolContext
@@ -14,29 +16,6 @@ registry.add_instructions(
     "get_alarm_status, list_lights_on) before changing it with set_light_state or "
     "set_alarm_state. Every change is audited under your identity."
 )
-
-
-class NoArguments(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class PresenceOut(BaseModel):
-    present: bool
-    known_people: list[str]
-
-
-class AlarmStatusOut(BaseModel):
-    armed: bool
-
-
-class LightsOnOut(BaseModel):
-    on: list[str]
-
-
-class AllStatesOut(BaseModel):
-    lights: dict[str, bool]
-    alarm: bool
-    presence: PresenceOut
 
 
 class SetLightInput(BaseModel):
@@ -55,20 +34,20 @@ class Outcome(BaseModel):
     error: str | None = None
 
 
-@tool(scope="read", read_only=True, idempotent=True, output=PresenceOut)
-async def get_presence(args: NoArguments, ctx: ToolContext) -> selectors.Presence:
+@tool(scope="read", read_only=True, idempotent=True, output=output_model(PresenceOut))
+async def get_presence(args: NoArguments, ctx: ToolContext) -> PresenceOut:
     """Obtiene el estado del detector de presencia"""
     return await state.presence()
 
 
-@tool(scope="read", read_only=True, idempotent=True, output=AlarmStatusOut)
-async def get_alarm_status(args: NoArguments, ctx: ToolContext) -> selectors.AlarmStatus:
+@tool(scope="read", read_only=True, idempotent=True, output=output_model(AlarmStatusOut))
+async def get_alarm_status(args: NoArguments, ctx: ToolContext) -> AlarmStatusOut:
     """Consulta si la alarma está armada"""
     return await state.alarm_status()
 
 
-@tool(scope="read", read_only=True, idempotent=True, output=LightsOnOut)
-async def list_lights_on(args: NoArguments, ctx: ToolContext) -> selectors.LightsOn:
+@tool(scope="read", read_only=True, idempotent=True, output=output_model(LightsOnOut))
+async def list_lights_on(args: NoArguments, ctx: ToolContext) -> LightsOnOut:
     """Lista los nombres de las luces que están encendidas"""
     return await state.lights_on()
 
@@ -97,7 +76,7 @@ async def set_alarm_state(args: SetAlarmInput, ctx: ToolContext) -> dict[str, bo
     return {"ok": True}
 
 
-@tool(scope="read", read_only=True, idempotent=True, output=AllStatesOut)
-async def get_all_states(args: NoArguments, ctx: ToolContext) -> selectors.AllStates:
+@tool(scope="read", read_only=True, idempotent=True, output=output_model(AllStatesOut))
+async def get_all_states(args: NoArguments, ctx: ToolContext) -> AllStatesOut:
     """Obtiene un snapshot completo del estado del sistema"""
     return await state.all_states()

@@ -4,65 +4,33 @@ dictionaries for the dashboard and the REST API. MCP tools read on the event loo
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import TypedDict
-
 from devices.home.models import Alarm, Light, Person
+from devices.home.schemas import (
+    AlarmOut,
+    AlarmStatusOut,
+    AllStatesOut,
+    LightOut,
+    LightsOnOut,
+    PersonOut,
+    PresenceOut,
+)
 
 
-class Presence(TypedDict):
-    present: bool
-    known_people: list[str]
-
-
-class AlarmStatus(TypedDict):
-    armed: bool
-
-
-class LightsOn(TypedDict):
-    on: list[str]
-
-
-class AllStates(TypedDict):
-    lights: dict[str, bool]
-    alarm: bool
-    presence: Presence
-
-
-class LightRow(TypedDict):
-    name: str
-    label: str
-    room: str
-    on: bool
-    updated_at: datetime
-
-
-class AlarmRow(TypedDict):
-    armed: bool
-    updated_at: datetime | None
-
-
-class PersonRow(TypedDict):
-    name: str
-    present: bool
-    updated_at: datetime
-
-
-def get_presence() -> Presence:
+def get_presence() -> PresenceOut:
     names = list(Person.objects.filter(present=True).values_list("name", flat=True))
     return {"present": bool(names), "known_people": names}
 
 
-def get_alarm_status() -> AlarmStatus:
+def get_alarm_status() -> AlarmStatusOut:
     armed = Alarm.objects.filter(pk=Alarm.SINGLETON_PK).values_list("armed", flat=True).first()
     return {"armed": bool(armed)}
 
 
-def list_lights_on() -> LightsOn:
+def list_lights_on() -> LightsOnOut:
     return {"on": list(Light.objects.filter(on=True).values_list("name", flat=True))}
 
 
-def get_all_states() -> AllStates:
+def get_all_states() -> AllStatesOut:
     return {
         "lights": dict(Light.objects.values_list("name", "on")),
         "alarm": get_alarm_status()["armed"],
@@ -70,32 +38,32 @@ def get_all_states() -> AllStates:
     }
 
 
-def lights() -> list[LightRow]:
+def lights() -> list[LightOut]:
     return list(Light.objects.values("name", "label", "room", "on", "updated_at"))
 
 
-def light(name: str) -> LightRow | None:
+def light(name: str) -> LightOut | None:
     return Light.objects.filter(name=name).values("name", "label", "room", "on", "updated_at").first()
 
 
-def lights_by_room() -> list[tuple[str, list[LightRow]]]:
+def lights_by_room() -> list[tuple[str, list[LightOut]]]:
     """[(room, [light, ...]), ...] in the order rooms first appear."""
-    rooms: dict[str, list[LightRow]] = {}
+    rooms: dict[str, list[LightOut]] = {}
     for row in lights():
         rooms.setdefault(row["room"] or "Other", []).append(row)
     return list(rooms.items())
 
 
-def alarm() -> AlarmRow:
+def alarm() -> AlarmOut:
     row = Alarm.objects.filter(pk=Alarm.SINGLETON_PK).values("armed", "updated_at").first()
     if row is None:  # not created yet: disarmed
         return {"armed": False, "updated_at": None}
     return {"armed": row["armed"], "updated_at": row["updated_at"]}
 
 
-def people() -> list[PersonRow]:
+def people() -> list[PersonOut]:
     return list(Person.objects.values("name", "present", "updated_at"))
 
 
-def person(name: str) -> PersonRow | None:
+def person(name: str) -> PersonOut | None:
     return Person.objects.filter(name=name).values("name", "present", "updated_at").first()

@@ -24,7 +24,7 @@ from django.db import connections, router
 
 from audit.changes import CHANGES_GROUP
 from common.groups import channel_layer
-from devices.home import selectors
+from devices.home import schemas, selectors
 from devices.home.models import Light
 
 logger = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ HOME_KINDS = frozenset({"light", "alarm", "person", "home"})
 class _Copy:
     __slots__ = ("alarm", "epoch", "lights", "present")
 
-    def __init__(self, epoch: Any, state: selectors.AllStates) -> None:
+    def __init__(self, epoch: Any, state: schemas.AllStatesOut) -> None:
         self.epoch = epoch
         self.lights: tuple[tuple[str, bool], ...] = tuple(state["lights"].items())
         self.alarm: bool = state["alarm"]
@@ -102,7 +102,7 @@ class _Listener:
 _listener = _Listener()
 
 
-def _read(generation: int, epoch: Any) -> selectors.AllStates:
+def _read(generation: int, epoch: Any) -> schemas.AllStatesOut:
     """Read the state through Django (its thread) and keep it when that is safe."""
     global _copy
     state = selectors.get_all_states()
@@ -116,7 +116,7 @@ def _read(generation: int, epoch: Any) -> selectors.AllStates:
 _aread = sync_to_async(_read)
 
 
-async def _current() -> _Copy | selectors.AllStates:
+async def _current() -> _Copy | schemas.AllStatesOut:
     """The kept copy when it may be trusted, else the state read afresh."""
     epoch = _listener.epoch()
     kept = _copy
@@ -125,28 +125,28 @@ async def _current() -> _Copy | selectors.AllStates:
     return await _aread(_generation, epoch)
 
 
-def _presence(copy: _Copy) -> selectors.Presence:
+def _presence(copy: _Copy) -> schemas.PresenceOut:
     return {"present": bool(copy.present), "known_people": list(copy.present)}
 
 
-async def all_states() -> selectors.AllStates:
+async def all_states() -> schemas.AllStatesOut:
     found = await _current()
     if not isinstance(found, _Copy):
         return found
     return {"lights": dict(found.lights), "alarm": found.alarm, "presence": _presence(found)}
 
 
-async def alarm_status() -> selectors.AlarmStatus:
+async def alarm_status() -> schemas.AlarmStatusOut:
     found = await _current()
     return {"armed": found.alarm if isinstance(found, _Copy) else found["alarm"]}
 
 
-async def presence() -> selectors.Presence:
+async def presence() -> schemas.PresenceOut:
     found = await _current()
     return _presence(found) if isinstance(found, _Copy) else found["presence"]
 
 
-async def lights_on() -> selectors.LightsOn:
+async def lights_on() -> schemas.LightsOnOut:
     found = await _current()
     lights = found.lights if isinstance(found, _Copy) else tuple(found["lights"].items())
     return {"on": [name for name, on in lights if on]}

@@ -33,11 +33,11 @@ from common.mqtt import topics
 from common.mqtt.connection import BrokerConfig, BrokerConfigError, connect, leave, make_client, valid_group
 from common.tasks import Tasks
 from devices.agents import services as agent_services
-from devices.agents.mqtt_link import AgentBridge, AnnouncementError, parse_announcement
 from devices.home.mqtt import HomeBridge, without_code
 from devices.mqtt import status
 from devices.mqtt.adoption import OFFLINE, ONLINE, Adoption
 from devices.mqtt.subscriptions import SubscriptionWatch
+from devices.soms.link import AgentBridge, AnnouncementError, parse_announcement
 from devices.telemetry import metrics
 from devices.telemetry import services as telemetry_services
 from devices.telemetry.ingest import Ingestor, Source

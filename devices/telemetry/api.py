@@ -9,19 +9,9 @@ from ninja import Router, Schema, Status
 
 from common.rest import Error, Limit, Name, Offset, aware, need
 from devices.telemetry import selectors
+from devices.telemetry.schemas import SensorOut
 
 router = Router(tags=["telemetry"])
-
-
-class SensorOut(Schema):
-    path: str
-    zone: str
-    device_type: str
-    device_id: str
-    channel: str
-    value: float
-    unit: str
-    measured_at: datetime
 
 
 class ReadingOut(Schema):

@@ -4,8 +4,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from common.schemas import output_model
 from common.storable import LookupText
 from devices.telemetry import selectors
+from devices.telemetry.schemas import SensorHistory, SensorValues
 from mcp_endpoint.engine.registry import registry, tool
 from mcp_endpoint.engine.tool_errors import ToolError
 from mcp_endpoint.engine.tools import ToolContext
@@ -14,17 +16,6 @@ registry.add_instructions(
     "Sensors (temperature, humidity, CO2, presence...) report through MQTT: get_sensor_values "
     "reads the latest values, get_sensor_history a sensor's recent readings."
 )
-
-
-class SensorValue(BaseModel):
-    path: str = Field(description="zone/device_type/device_id/channel")
-    value: float
-    unit: str
-    measured_at: str
-
-
-class SensorValues(BaseModel):
-    sensors: list[SensorValue]
 
 
 class SensorValuesInput(BaseModel):
@@ -42,37 +33,27 @@ class SensorHistoryInput(BaseModel):
     max_points: int = Field(200, ge=2, le=2000, description="At most this many points, evenly thinned")
 
 
-class SensorPoint(BaseModel):
-    at: str
-    value: float
-
-
-class SensorHistory(BaseModel):
-    path: str
-    unit: str
-    since: str
-    until: str
-    points: list[SensorPoint]
-
-
-@tool(scope="read", read_only=True, idempotent=True)
+@tool(scope="read", read_only=True, idempotent=True, output=output_model(SensorValues))
 def get_sensor_values(args: SensorValuesInput, ctx: ToolContext) -> SensorValues:
     """Latest value of every sensor (temperature, humidity, CO2, presence...), optionally of one
     zone or channel"""
     rows = selectors.latest_readings()
-    return SensorValues(
-        sensors=[
-            SensorValue(
-                path=r["path"], value=r["value"], unit=r["unit"], measured_at=r["measured_at"].isoformat()
-            )
+    return {
+        "sensors": [
+            {
+                "path": r["path"],
+                "value": r["value"],
+                "unit": r["unit"],
+                "measured_at": r["measured_at"].isoformat(),
+            }
             for r in rows
             if (args.zone is None or r["zone"] == args.zone)
             and (args.channel is None or r["channel"] == args.channel)
         ]
-    )
+    }
 
 
-@tool(scope="read", read_only=True, idempotent=True)
+@tool(scope="read", read_only=True, idempotent=True, output=output_model(SensorHistory))
 def get_sensor_history(args: SensorHistoryInput, ctx: ToolContext) -> SensorHistory:
     """A sensor's readings over the last hour, day or week, oldest first"""
     parts = args.path.split("/")
@@ -82,10 +63,10 @@ def get_sensor_history(args: SensorHistoryInput, ctx: ToolContext) -> SensorHist
             f"Unknown sensor '{args.path}'. Call get_sensor_values to see the sensors and their paths."
         )
     series = selectors.sensor_series(key, args.range, max_points=args.max_points)
-    return SensorHistory(
-        path=key.path,
-        unit=series["unit"],
-        since=series["since"].isoformat(),
-        until=series["until"].isoformat(),
-        points=[SensorPoint(at=at.isoformat(), value=value) for at, value in series["points"]],
-    )
+    return {
+        "path": key.path,
+        "unit": series["unit"],
+        "since": series["since"].isoformat(),
+        "until": series["until"].isoformat(),
+        "points": [{"at": at.isoformat(), "value": value} for at, value in series["points"]],
+    }

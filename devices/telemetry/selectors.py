@@ -10,6 +10,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from devices.telemetry.models import Sensor, TelemetryReading
+from devices.telemetry.schemas import SensorOut
 
 RANGES = {"hour": timedelta(hours=1), "day": timedelta(days=1), "week": timedelta(weeks=1)}
 
@@ -32,17 +33,6 @@ class SensorKey:
         return Q(zone=self.zone, device_type=self.device_type, device_id=self.device_id, channel=self.channel)
 
 
-class SensorRow(TypedDict):
-    path: str  # zone/device_type/device_id/channel
-    zone: str
-    device_type: str
-    device_id: str
-    channel: str
-    value: float
-    unit: str
-    measured_at: datetime
-
-
 class SensorSeries(TypedDict):
     since: datetime
     until: datetime
@@ -50,7 +40,7 @@ class SensorSeries(TypedDict):
     points: list[tuple[datetime, float]]  # oldest first
 
 
-def latest_readings() -> list[SensorRow]:
+def latest_readings() -> list[SensorOut]:
     """The newest reading of every sensor, ordered by zone, device and channel (from the
     sensors table the MQTT worker keeps current: no scan of the history)."""
     return [

@@ -20,9 +20,9 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from audit.changes import announce_change
 from devices.agents.models import Agent
-from devices.agents.simulator import SimulatedDevice
-from devices.mqtt.simulator import SimulatedMqttAgent, reading_message
+from devices.soms.simulator import SimulatedMqttAgent, reading_message
 from devices.telemetry.services import Batch, store_batch
+from devices.xiaozhi.simulator import SimulatedDevice
 from homehub.demo.catalogue import DemoAgent
 from homehub.demo.climate import Room
 from homehub.demo.services import DEVICE_TYPE, readings_at

@@ -9,7 +9,7 @@ from datetime import tzinfo
 from audit.models import Event
 from devices.agents.services import register_agent
 from devices.home.services import seed_home
-from devices.mqtt.simulator import UNITS
+from devices.soms.simulator import UNITS
 from devices.telemetry.models import TelemetryReading
 from devices.telemetry.parsing import Reading
 from devices.telemetry.services import Batch, store_batch

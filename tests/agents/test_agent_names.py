@@ -14,12 +14,12 @@ from django.core.management import CommandError, call_command
 
 from audit.models import Event
 from devices.agents.models import Agent, AgentTool
-from devices.agents.mqtt_link import AgentBridge, parse_announcement
 from devices.agents.names import clash, younger_clashes
 from devices.agents.services import AgentIdClash, admit_device, hash_device_token, register_agent
-from devices.agents.simulator import SimulatedDevice
+from devices.soms.link import AgentBridge, parse_announcement
 from devices.xiaozhi.models import Activation
 from devices.xiaozhi.services import PairingError, pair
+from devices.xiaozhi.simulator import SimulatedDevice
 from mcp_endpoint.models import ToolSetting
 from tests.agents.test_devices_gateway import http_call, http_request
 from tests.devices_support import device_url, eventually, hub

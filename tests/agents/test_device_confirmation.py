@@ -18,7 +18,7 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from devices.agents import selectors
-from devices.agents.simulator import FirmwareTool, SimulatedDevice, firmware_tools
+from devices.xiaozhi.simulator import FirmwareTool, SimulatedDevice, firmware_tools
 from mcp_endpoint.controls import confirmation
 from mcp_endpoint.engine.pipeline import NotConfirmed, call_tool
 from mcp_endpoint.engine.tools import Caller, ToolContext

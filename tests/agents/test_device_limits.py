@@ -13,8 +13,8 @@ from asgiref.sync import async_to_sync, sync_to_async
 
 from audit.models import Event
 from devices.agents.models import AgentTool
-from devices.agents.simulator import FirmwareTool, SimulatedDevice, firmware_tools
-from devices.agents.simulator_mqtt import SimulatedMqttDevice
+from devices.xiaozhi.mqtt.simulator import SimulatedMqttDevice
+from devices.xiaozhi.simulator import FirmwareTool, SimulatedDevice, firmware_tools
 from tests.agents.test_devices_gateway import http_call
 from tests.devices_support import device_url, eventually, new_device
 from tests.hub_support import running_hub

@@ -11,10 +11,10 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from audit.models import Event
-from devices.agents.management.commands.simulate_device import Command as SimulateDevice
 from devices.agents.models import Agent, AgentTool
 from devices.agents.services import hash_device_token, register_agent
-from devices.agents.simulator import SimulatedDevice
+from devices.xiaozhi.management.commands.simulate_device import Command as SimulateDevice
+from devices.xiaozhi.simulator import SimulatedDevice
 from tests.devices_support import device_url, eventually, hub, new_device
 from tests.hub_support import log_in_over_http
 

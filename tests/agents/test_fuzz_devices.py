@@ -21,11 +21,11 @@ from common.mqtt.connection import BrokerConfig
 from dashboard.consumers import HomeConsumer
 from dashboard.toolforms import arguments_from, fields_for
 from devices.agents.models import Agent
-from devices.agents.mqtt_link import AnnouncementError, parse_announcement
 from devices.agents.services import register_agent
 from devices.home.mqtt import CommandError, parse_switch
 from devices.home.services import seed_home
 from devices.mqtt.worker import Worker
+from devices.soms.link import AnnouncementError, parse_announcement
 from devices.telemetry.ingest import Ingestor, Source
 from devices.telemetry.models import RejectedMessage, TelemetryReading
 from homehub.asgi import application

@@ -8,7 +8,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
 from devices.agents import agent_channels
-from devices.agents.mqtt_link import AgentBridge, parse_announcement
+from devices.soms.link import AgentBridge, parse_announcement
 
 AGENT = "esp32_twice"
 ANNOUNCEMENT = parse_announcement(b'{"agent_id": "esp32_twice", "capabilities": ["led"]}')

@@ -9,7 +9,7 @@ import pytest
 from audit.models import Event
 from devices.agents.models import Agent, AgentTool
 from devices.home.models import Light
-from devices.mqtt.simulator import SimulatedMqttAgent
+from devices.soms.simulator import SimulatedMqttAgent
 from devices.telemetry.models import RejectedMessage
 from tests.agents.test_devices_gateway import http_call, http_request
 from tests.devices_support import hub

@@ -12,8 +12,8 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from audit.models import Event
 from devices.agents.models import Agent, AgentTool
-from devices.agents.mqtt_link import HEARD_RECENTLY_SECONDS
-from devices.mqtt.simulator import SimulatedMqttAgent
+from devices.soms.link import HEARD_RECENTLY_SECONDS
+from devices.soms.simulator import SimulatedMqttAgent
 from tests.agents.test_devices_gateway import http_call
 from tests.agents.test_mqtt_agents import text_of
 from tests.devices_support import hub

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
+import jsonschema
 from asgiref.sync import async_to_sync
 
 from devices.agents.models import Agent, AgentTool
@@ -42,6 +43,25 @@ def test_list_agents_says_the_device_connects_on_demand_and_when_it_was_reachabl
     assert listed[MAC]["connects_on_demand"] is True and listed[MAC]["online"] is False
     assert listed[MAC]["last_seen"] == LAST.isoformat()
     assert listed["always-on"]["connects_on_demand"] is False
+
+
+def test_list_agents_answers_as_its_output_schema_says_for_a_device_never_reached(db):
+    """A device registered but never connected has no last_seen: the answer says null, as the
+    schema requires, where it once left the key out (a client that checks answers against the
+    schema, as the official SDK does, refused the whole list)."""
+    Agent.objects.create(agent_id="never-reached", approved=True)
+
+    async def scenario() -> tuple[dict, dict]:
+        peer = Peer()
+        await peer.initialize()
+        listed = await peer.request("tools/list", id=2)
+        return listed, await peer.call("list_agents", {}, id=3)
+
+    listed, answer = async_to_sync(scenario)()
+    schema = next(t["outputSchema"] for t in listed["result"]["tools"] if t["name"] == "list_agents")
+    structured = answer["result"]["structuredContent"]
+    jsonschema.validate(structured, schema)
+    assert structured["agents"][0]["last_seen"] is None
 
 
 def test_a_call_while_nobody_talks_to_it_fails_at_once_saying_so(db, client):

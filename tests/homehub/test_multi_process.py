@@ -13,7 +13,7 @@ from django.db import connection
 from audit.models import Event
 from devices.agents.services import register_agent
 from devices.mqtt.models import MqttWorker
-from devices.mqtt.simulator import SimulatedMqttAgent
+from devices.soms.simulator import SimulatedMqttAgent
 from devices.telemetry.models import TelemetryReading
 from tests.agents.test_devices_gateway import http_call, http_request
 from tests.devices_support import device_url

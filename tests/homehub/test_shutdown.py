@@ -17,7 +17,7 @@ from websockets.exceptions import ConnectionClosed
 from audit.models import Event
 from devices.agents.models import Agent
 from devices.agents.services import register_agent
-from devices.agents.simulator import SimulatedDevice
+from devices.xiaozhi.simulator import SimulatedDevice
 from tests.devices_support import LlmSession, device_url, eventually
 from tests.hub_support import HubProcess
 

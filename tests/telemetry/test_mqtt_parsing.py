@@ -4,8 +4,8 @@ import time
 
 import pytest
 
-from devices.agents.mqtt_link import AnnouncementError, parse_announcement
 from devices.home.mqtt import CommandError, parse_switch
+from devices.soms.link import AnnouncementError, parse_announcement
 from devices.telemetry.parsing import Heartbeat, Reading, Rejected, parse
 
 NOW = time.time()

@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from devices.agents.models import Agent, AgentTool
-from devices.agents.simulator import SimulatedDevice
+from devices.xiaozhi.simulator import SimulatedDevice
 from tests.dashboard.test_dashboard_browser import (  # noqa: F401 (fixtures)
     ARGS,
     CHROMIUM,

@@ -22,7 +22,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 from audit.models import Event
 from devices.agents.models import Agent, AgentTool
 from devices.agents.services import register_agent
-from devices.agents.simulator_mqtt import ConnectRefused, SimulatedMqttDevice
+from devices.xiaozhi.mqtt.simulator import ConnectRefused, SimulatedMqttDevice
 from devices.xiaozhi.mqtt_config import mqtt_section
 from tests.agents.test_devices_gateway import http_call, http_request
 from tests.conftest import free_port

@@ -20,8 +20,8 @@ from websockets.exceptions import InvalidStatus
 
 from audit.models import Event
 from devices.agents.models import Agent, AgentTool
-from devices.agents.simulator import SimulatedDevice
 from devices.xiaozhi.models import Activation
+from devices.xiaozhi.simulator import SimulatedDevice
 from tests.devices_support import LlmSession, eventually, hub
 from tests.hub_support import ROOT
 from tests.mqtt_support import Process

@@ -17,30 +17,43 @@ working.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from django.conf import settings
 
 from devices.agents import services as agent_services
 from devices.agents.link import DeviceLink
 from devices.agents.models import Agent
+from devices.xiaozhi.mqtt.credentials import Identity
 from mcp_endpoint.engine import jsonrpc
-
-if TYPE_CHECKING:
-    from devices.xiaozhi.mqtt.listener import DeviceConnection
 
 logger = logging.getLogger(__name__)
 
 NO_AUDIO = "this hub carries no audio: it drives the device's MCP tools only, so no udp channel is offered"
 
 
-class MqttDeviceLink(DeviceLink):
-    """One MQTT connection of a device, from its CONNECT to its disconnect."""
+class Connection(Protocol):
+    """What the link needs of the device's connection (the listener's `DeviceConnection`)."""
 
-    def __init__(self, connection: DeviceConnection) -> None:
-        listener = connection.listener
-        super().__init__(connection.identity.agent_id, layer=listener.layer, channel=listener.channel)
+    identity: Identity
+    keepalive: int
+
+    async def deliver(self, message: dict[str, Any]) -> None: ...
+
+    def close(self, reason: str) -> None: ...
+
+
+class MqttLink(DeviceLink):
+    """One MQTT connection of a device, from its CONNECT to its disconnect. `links` is the
+    listener's map of the links it holds (agent id -> link), which the link leaves when it
+    lets go."""
+
+    def __init__(
+        self, connection: Connection, *, layer: Any, channel: str, links: dict[str, MqttLink]
+    ) -> None:
+        super().__init__(connection.identity.agent_id, layer=layer, channel=channel)
         self.connection = connection
+        self.links = links
         self.conversation = False  # between a hello and its goodbye
 
     async def register(self) -> Agent:
@@ -59,9 +72,8 @@ class MqttDeviceLink(DeviceLink):
         self.connection.close("another session of the device took over")
 
     def let_go(self, reason: str) -> bool:
-        links = self.connection.listener.links
-        if links.get(self.agent_id) is self:
-            del links[self.agent_id]
+        if self.links.get(self.agent_id) is self:
+            del self.links[self.agent_id]
         return super().let_go(reason)
 
     # --- messages from the device -------------------------------------------------------------

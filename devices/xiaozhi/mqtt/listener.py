@@ -9,7 +9,7 @@ hub's own event loop) with plugins (`plugins.py`):
 - authentication by per-device credentials (`credentials.py`), and an ACL: a device publishes
   on its own `publish_topic` only, and subscribes to and receives its own deliveries only;
 - when a device connects, the listener subscribes it to its delivery topic and makes its
-  `MqttDeviceLink` (`link.py`), which initializes it and lists its tools, as every device
+  `MqttLink` (`link.py`), which initializes it and lists its tools, as every device
   transport does (`devices.agents.link`); what it publishes goes to that link; what the hub
   sends it is published on its delivery topic, which only it reads.
 
@@ -63,7 +63,7 @@ from devices.agents import agent_channels
 from devices.agents.outcomes import DeviceGone, to_wire
 from devices.xiaozhi.mqtt import credentials
 from devices.xiaozhi.mqtt.credentials import Address, Identity
-from devices.xiaozhi.mqtt.link import MqttDeviceLink
+from devices.xiaozhi.mqtt.link import MqttLink
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ class DeviceConnection:
         self.writer = writer
         self.peer: tuple[Any, ...] = tuple(writer.get_extra_info("peername") or ())[:2]
         self.session: Session | None = None  # the broker's, once it accepted the connection
-        self.link: MqttDeviceLink | None = None
+        self.link: MqttLink | None = None
         self.inbox: asyncio.Queue[bytes] = asyncio.Queue()  # what it published, in order
         self.ending = "the device disconnected"
 
@@ -156,7 +156,7 @@ class DeviceListener:
         self.address = address
         self.connections: set[DeviceConnection] = set()
         self.current: dict[str, DeviceConnection] = {}  # client id -> its connection the broker accepted last
-        self.links: dict[str, MqttDeviceLink] = {}  # agent id -> link, for the channel layer's messages
+        self.links: dict[str, MqttLink] = {}  # agent id -> link, for the channel layer's messages
         self.layer: Any = None
         self.channel = ""
         self.broker: Broker | None = None
@@ -293,7 +293,9 @@ class DeviceListener:
         self.current[client_id] = connection
         try:
             await self.broker.add_subscription((connection.identity.delivery_topic, QOS_0), session)
-            link = connection.link = MqttDeviceLink(connection)
+            link = connection.link = MqttLink(
+                connection, layer=self.layer, channel=self.channel, links=self.links
+            )
             self.links[link.agent_id] = link
             if await link.attach():
                 link.tasks.spawn(connection.serve())

@@ -7,7 +7,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from common.mqtt import topics
-from devices.mqtt.simulator import SimulatedMqttAgent
+from devices.soms.simulator import SimulatedMqttAgent
 
 
 class Command(BaseCommand):

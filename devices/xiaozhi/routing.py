@@ -1,6 +1,6 @@
 from django.urls import path
 
-from devices.agents.consumers import DeviceConsumer
+from devices.xiaozhi.websocket import DeviceConsumer
 
 websocket_urlpatterns = [
     path("ws/devices/", DeviceConsumer.as_asgi()),  # type: ignore[arg-type]

@@ -1,5 +1,5 @@
 """A simulated ESP32 device that behaves like xiaozhi-style firmware (seed 001), over the
-WebSocket (its MQTT mode is `devices.agents.simulator_mqtt`, on the same MCP server).
+WebSocket (its MQTT mode is `devices.xiaozhi.mqtt.simulator`, on the same MCP server).
 
 Used by `manage.py simulate_device`, the tests and the benchmarks. Like the firmware, it
 connects with its headers, says `hello` and waits up to 10 s for the hub's, then serves

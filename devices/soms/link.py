@@ -7,7 +7,7 @@ for agents that declare `"methods": ["tools/list", "tools/call"]`). Answers come
 `mcp/{id}/response/{request_id}`; the JSON-RPC id inside is authoritative, and duplicate
 or late answers find no pending request and are dropped.
 
-Each agent the worker owns is an `MqttLink`, a `DeviceLink` (devices/agents/link.py): calls
+Each agent the worker owns is a `SomsLink`, a `DeviceLink` (devices/agents/link.py): calls
 reach it through the same gateway as WebSocket devices, directly from the worker's own
 process and through the agent's channel-layer group from others. The links of one worker
 share its channel, whose messages the bridge hands to the link of the agent they name.
@@ -109,7 +109,7 @@ def parse_announcement(payload: bytes) -> Announcement:
     return Announcement(agent_id, details)
 
 
-class MqttLink(DeviceLink):
+class SomsLink(DeviceLink):
     """An agent this worker owns, under the session of one announcement: requests published on
     `mcp/{id}/request/...`, answers fed in by the bridge, and when it was last heard."""
 
@@ -203,7 +203,7 @@ class AgentBridge:
         self.owner = owner  # the worker's client id, the prefix of its agents' sessions
         self.default_silence = default_silence
         self.probe_seconds = probe_seconds
-        self.links: dict[str, MqttLink] = {}
+        self.links: dict[str, SomsLink] = {}
         self._announcing: dict[str, asyncio.Lock] = {}
         self.layer: Any = None
         self.channel = ""
@@ -232,7 +232,7 @@ class AgentBridge:
         in the database is the one whose discovery runs."""
         lock = self._announcing.setdefault(announcement.agent_id, asyncio.Lock())
         async with lock:
-            link = MqttLink(self, announcement)
+            link = SomsLink(self, announcement)
             try:
                 attached = await link.attach()
             except agent_services.AgentRefused as refusal:
@@ -275,7 +275,7 @@ class AgentBridge:
 
     # --- presence ----------------------------------------------------------------------------
 
-    async def gone(self, link: MqttLink, reason: str) -> None:
+    async def gone(self, link: SomsLink, reason: str) -> None:
         if not link.detached:
             logger.info("agent %s: offline: %s", link.agent_id, reason)
             await link.detach(reason)

@@ -3,8 +3,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from devices.agents.simulator import DEFAULT_PAGE_BYTES, OtaFailed, SimulatedDevice
-from devices.agents.simulator_mqtt import ConnectRefused, SimulatedMqttDevice
+from devices.xiaozhi.mqtt.simulator import ConnectRefused, SimulatedMqttDevice
+from devices.xiaozhi.simulator import DEFAULT_PAGE_BYTES, OtaFailed, SimulatedDevice
 
 
 class Command(BaseCommand):

@@ -1,5 +1,5 @@
 """A simulated ESP32 device that behaves like stock xiaozhi firmware in MQTT mode (seed 001's
-other transport), on the same MCP server as the WebSocket simulator (`simulator.py`).
+other transport), on the same MCP server as the WebSocket simulator (`devices/xiaozhi/simulator.py`).
 
 Used by `manage.py simulate_device --mqtt` and the tests. Like the firmware
 (`MqttProtocol`), it takes the `mqtt` section of its OTA answer (`endpoint`, `client_id`,
@@ -26,7 +26,7 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 from paho.mqtt.reasoncodes import ReasonCode
 
-from devices.agents.simulator import (
+from devices.xiaozhi.simulator import (
     DEFAULT_PAGE_BYTES,
     HELLO_TIMEOUT,
     DeviceState,
