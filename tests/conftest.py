@@ -23,6 +23,19 @@ def django_db_setup(django_db_setup, django_db_blocker):
 
 
 @pytest.fixture(autouse=True)
+def _no_cache_left_over():
+    """This process's in-memory cache (rate-limit leases, kept streams) must not outlive a test
+    whose database rows were rolled back: a budget spent in one test is not spent in the next.
+    A shared cache (Redis) is left alone: other processes may be using it."""
+    yield
+    from django.core.cache import caches
+    from django.core.cache.backends.locmem import LocMemCache
+
+    if isinstance(caches["default"], LocMemCache):
+        caches["default"].clear()
+
+
+@pytest.fixture(autouse=True)
 def _no_home_copy_left_over():
     """The home-state copy of this process must not outlive a test whose database is flushed
     behind the services' back (transactional tests)."""

@@ -140,7 +140,7 @@ def test_a_device_tool_is_catalogued_with_its_source_and_can_be_disabled(device,
     with pytest.raises(UnknownDeviceTool):  # by the device's own name too (call_agent_tool)
         async_to_sync(gateway.call)(AGENT, DEVICE_TOOL, {}, Caller("x", "rest"))
     listed = registry.get("list_agents").handler(Nothing(), ToolContext(caller=Caller("x", "rest")))
-    assert listed.agents[0].tools == []
+    assert listed["agents"][0]["tools"] == []
     assert staff_client.get(f"/api/agents/{AGENT}/tools").json() == []  # REST
     assert DEVICE_TOOL not in staff_client.get("/devices/").content.decode()  # no form for it
 
