@@ -17,6 +17,9 @@ class RoomLight(TypedDict):
 class RoomSensor(TypedDict):
     # A sensor's latest value.
     path: str  # zone/device_type/device_id/channel
+    zone: str
+    device_type: str
+    device_id: str
     channel: str
     value: float
     unit: str

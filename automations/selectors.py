@@ -27,6 +27,9 @@ def rooms() -> RoomsOut:
     for row in telemetry.latest_readings():
         sensor: RoomSensor = {
             "path": row["path"],
+            "zone": row["zone"],
+            "device_type": row["device_type"],
+            "device_id": row["device_id"],
             "channel": row["channel"],
             "value": row["value"],
             "unit": row["unit"],

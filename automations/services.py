@@ -138,31 +138,32 @@ def activate_scene_sync(name: str, caller: Caller) -> SceneActivation:
     return run_from_sync(partial(activate_scene, name, ToolContext(caller=caller)))
 
 
-def room_for_lights(
-    room_name: str, lights: list[str], *, actor: str, interface: str, ordering: int = 0
-) -> Room:
-    """Put `lights` in `room_name` (made with `ordering` if missing), taking each out of any
-    other room."""
+def seed_rooms(lights: list[tuple[str, str]], *, actor: str, interface: str) -> int:
+    """Put each (light, room) pair's light in its room (rooms made in the order first named)
+    unless the light is in a room already (the owner's moves are kept); one audit event for
+    the lot. Returns how many lights were placed."""
     with transaction.atomic():
-        room, created = Room.objects.get_or_create(name=room_name, defaults={"ordering": ordering})
-        moved = []
-        for light in Light.objects.filter(name__in=lights):
-            link, new = RoomLight.objects.get_or_create(light=light, defaults={"room": room})
-            if not new and link.room_id != room.pk:
-                link.room = room
-                link.save(update_fields=["room"])
-                new = True
-            if new:
-                moved.append(light.name)
-        if created or moved:
+        placed = set(RoomLight.objects.values_list("light__name", flat=True))
+        names = {light: room for light, room in lights if room and light not in placed}
+        found = {light.name: light for light in Light.objects.filter(name__in=list(names))}
+        made: list[str] = []
+        for ordering, room_name in enumerate(dict.fromkeys(room for _, room in lights if room)):
+            room, created = Room.objects.get_or_create(name=room_name, defaults={"ordering": ordering})
+            if created:
+                made.append(room_name)
+            for light, wanted in names.items():
+                if wanted == room_name and light in found:
+                    RoomLight.objects.create(room=room, light=found[light])
+        moved = sorted(set(names) & set(found))
+        if made or moved:
             record_event(
                 actor=actor,
                 interface=interface,
-                action="room.lights",
-                target=f"room:{room_name}",
-                after={"lights": moved},
+                action="room.seed",
+                target="rooms",
+                after={"rooms": made, "lights": moved},
             )
-    return room
+    return len(moved)
 
 
 def map_zone(zone: str, room_name: str, *, actor: str, interface: str) -> ZoneRoom:

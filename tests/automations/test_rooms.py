@@ -8,6 +8,7 @@ from io import StringIO
 import pytest
 from asgiref.sync import async_to_sync
 from django.core.management import call_command
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from audit.models import Event
@@ -39,8 +40,13 @@ def test_seed_home_makes_seed_000s_rooms_once_and_says_what_it_always_said():
     assert not Event.objects.filter(action__startswith="room.", pk__gt=events).exists()
 
 
+def move(light: str, room: str) -> None:
+    """The owner moves a light to another room (as the admin's inline does)."""
+    RoomLight.objects.filter(light__name=light).update(room=Room.objects.get_or_create(name=room)[0])
+
+
 def test_seed_home_keeps_the_owners_moves(home):
-    services.room_for_lights("Entrada", ["garage"], actor="ana", interface="admin")
+    move("garage", "Entrada")
     call_command("seed_home", stdout=StringIO())
     assert RoomLight.objects.get(light__name="garage").room.name == "Entrada"
 
@@ -82,12 +88,12 @@ def test_list_rooms_groups_lights_sensors_and_devices(home):
 
 
 def test_a_light_and_an_agent_are_in_at_most_one_room(home):
-    services.room_for_lights("Entrada", ["salon"], actor="ana", interface="admin")
+    move("salon", "Entrada")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        RoomLight.objects.create(room=Room.objects.get(name="Cocina"), light=Light.objects.get(name="salon"))
     assert RoomLight.objects.filter(light__name="salon").count() == 1
     assert RoomLight.objects.get(light__name="salon").room.name == "Entrada"
     agent = Agent.objects.create(agent_id="aa:01", approved=True)
     RoomAgent.objects.create(room=Room.objects.get(name="Entrada"), agent=agent)
-    from django.db import IntegrityError, transaction
-
     with pytest.raises(IntegrityError), transaction.atomic():
         RoomAgent.objects.create(room=Room.objects.get(name="Cocina"), agent=agent)
