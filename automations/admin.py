@@ -1,5 +1,6 @@
-"""Admin for rooms, the sensor zones' table and scenes; every add, edit and delete is audited
-(`AuditedAdmin`). A scene's lights are checked on save as its service checks them."""
+"""Admin for rooms, which room each light and agent is in, the sensor zones' table and scenes;
+every add, edit and delete is audited (`AuditedAdmin`). A scene's lights are checked on save
+as its service checks them."""
 
 from typing import Any
 
@@ -9,21 +10,6 @@ from django.contrib import admin
 from audit.admin import AuditedAdmin
 from automations.models import Room, RoomAgent, RoomLight, Scene, ZoneRoom
 from devices.home.models import Light
-
-
-class RoomLightInline(admin.TabularInline):
-    model = RoomLight
-    extra = 0
-
-
-class RoomAgentInline(admin.TabularInline):
-    model = RoomAgent
-    extra = 0
-
-
-class ZoneInline(admin.TabularInline):
-    model = ZoneRoom
-    extra = 0
 
 
 class NamedAdmin(AuditedAdmin):
@@ -36,7 +22,19 @@ class RoomAdmin(NamedAdmin):
     list_display = ["name", "ordering"]
     list_editable = ["ordering"]
     search_fields = ["name"]
-    inlines = [RoomLightInline, RoomAgentInline, ZoneInline]
+
+
+# Membership rows each have their own audited admin (inline forms would bypass the audit).
+@admin.register(RoomLight)
+class RoomLightAdmin(NamedAdmin):
+    list_display = ["light", "room"]
+    list_filter = ["room"]
+
+
+@admin.register(RoomAgent)
+class RoomAgentAdmin(NamedAdmin):
+    list_display = ["agent", "room"]
+    list_filter = ["room"]
 
 
 @admin.register(ZoneRoom)

@@ -15,8 +15,9 @@ from django.db import transaction
 
 from audit.services import record_event
 from automations.errors import SceneError, SceneNotFound
-from automations.models import Room, RoomLight, Scene, ZoneRoom
+from automations.models import Room, RoomAgent, RoomLight, Scene, ZoneRoom
 from automations.schemas import SceneActivation, SceneStep
+from devices.agents.models import Agent
 from devices.home.models import Light
 from mcp_endpoint.engine.from_sync import run_from_sync
 from mcp_endpoint.engine.pipeline import ToolRefused, call_tool
@@ -182,3 +183,21 @@ def map_zone(zone: str, room_name: str, *, actor: str, interface: str) -> ZoneRo
                 after={"zone": zone},
             )
     return row
+
+
+def place_agent(agent_id: str, room_name: str, *, actor: str, interface: str) -> None:
+    """Put agent `agent_id` in the room `room_name` (made if missing), out of any other."""
+    with transaction.atomic():
+        room, _ = Room.objects.get_or_create(name=room_name)
+        agent = Agent.objects.get(agent_id=agent_id)
+        link, created = RoomAgent.objects.get_or_create(agent=agent, defaults={"room": room})
+        if created or link.room_id != room.pk:
+            link.room = room
+            link.save()
+            record_event(
+                actor=actor,
+                interface=interface,
+                action="room.agent",
+                target=f"room:{room_name}",
+                after={"agent": agent_id},
+            )
