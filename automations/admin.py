@@ -8,6 +8,8 @@ from django import forms
 from django.contrib import admin
 
 from audit.admin import AuditedAdmin
+from automations import services
+from automations.errors import SceneError
 from automations.models import Room, RoomAgent, RoomLight, Scene, ZoneRoom
 from devices.home.models import Light
 
@@ -58,6 +60,12 @@ class SceneForm(forms.ModelForm):
         if missing:
             raise forms.ValidationError(f"Unknown light(s): {', '.join(missing)}.")
         return lights
+
+    def clean_tool_calls(self) -> Any:
+        try:
+            return services.checked_tool_calls(self.cleaned_data["tool_calls"])
+        except SceneError as exc:
+            raise forms.ValidationError(str(exc)) from None
 
 
 @admin.register(Scene)

@@ -46,7 +46,7 @@ def save_scene(
         isinstance(k, str) and isinstance(v, bool) for k, v in lights.items()
     ):
         raise SceneError("'lights' must map light names to true (on) or false (off).")
-    calls = _tool_calls(tool_calls or [])
+    calls = checked_tool_calls(tool_calls or [])
     with transaction.atomic():
         known = set(Light.objects.filter(name__in=list(lights)).values_list("name", flat=True))
         missing = sorted(set(lights) - known)
@@ -69,7 +69,9 @@ def save_scene(
     return row
 
 
-def _tool_calls(calls: Any) -> list[dict[str, Any]]:
+def checked_tool_calls(calls: Any) -> list[dict[str, Any]]:
+    """A scene's tool calls as stored; SceneError names the first that is malformed or names
+    no tool."""
     if not isinstance(calls, list) or len(calls) > TOOL_CALLS_MAX:
         raise SceneError(f"'tool_calls' must be a list of at most {TOOL_CALLS_MAX} calls.")
     checked = []

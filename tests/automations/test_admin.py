@@ -21,5 +21,8 @@ def test_a_scene_with_an_unknown_light_is_refused_in_the_admin(staff_client, hom
     response = staff_client.post("/admin/automations/scene/add/", form)
     assert response.status_code == 200 and "sotano" in response.content.decode()
     assert not Scene.objects.exists()
+    calls = {"name": "Noche", "lights": "{}", "tool_calls": '[{"tool": "nope"}]'}
+    assert "unknown tool" in staff_client.post("/admin/automations/scene/add/", calls).content.decode()
+    assert not Scene.objects.exists()
     for page in ("room", "roomlight", "roomagent", "zoneroom", "scene"):
         assert staff_client.get(f"/admin/automations/{page}/").status_code == 200
