@@ -2,7 +2,8 @@
 
 Authentication: the Django session (the dashboard's login; unsafe methods need the CSRF
 token) or `Authorization: Bearer <token>` with the MCP tokens and their scopes (`read` for
-GETs, `control` for changes, `fel` for invoices, `devices` for agents' tools). A logged-in
+GETs, `control` for changes, `fel` for invoices, `devices` for agents' tools, `automations`
+for writing scenes). A logged-in
 person may do what their household role allows (`common.roles`). The routers check both with
 `common.rest.need`. Errors are JSON: `{"detail": ...}`. The docs (/api/docs) and the schema
 (/api/openapi.json) need a login.
