@@ -20,7 +20,7 @@ from mcp_endpoint.models import PendingConfirmation
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-AGENT = Caller(actor="assistant", interface="mcp-http", audited=True, rate_key="k1", confirms=True)
+AGENT = Caller(actor="assistant", interface="mcp-http", audited=True, rate_key="scenes", confirms=True)
 READER = Caller(actor="reader", interface="mcp-http", scopes=frozenset({"read"}), audited=True, confirms=True)
 
 
