@@ -75,7 +75,7 @@ def save_row(
             action=f"{row._meta.model_name}.{'create' if created else 'edit'}",
             target=name,
             before=None if created else {field: initial.get(field) for field in fields},
-            after={field: getattr(row, field) for field in fields},
+            after={field: row.serializable_value(field) for field in fields},  # a foreign key: its id
             broadcast=broadcast,
         )
 

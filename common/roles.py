@@ -4,9 +4,9 @@ Three roles, each a Django group made by `common`'s migration 0002, each holding
 capability of the role below it: a *guest* sees the home and switches lights; a *member*
 also arms and disarms the alarm, marks presence, calls device tools, uses invoices and runs
 scenes; an *owner* also decides requests, manages devices, sees the audit trail, manages
-tokens, connected apps and accounts. A superuser is an owner; an account in no role's group is
-a guest, never more. Every page, form, live socket and REST call made with a session asks
-`can` here; nothing else decides.
+tokens, connected apps and accounts, and writes scenes and automations. A superuser is an
+owner; an account in no role's group is a guest, never more. Every page, form, live socket
+and REST call made with a session asks `can` here; nothing else decides.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ MANAGE_TOKENS = "manage_tokens"
 CONNECT_APPS = "connect_apps"  # consent to OAuth apps, Connected apps, revoking grants
 MANAGE_ACCOUNTS = "manage_accounts"
 CALL_ANY_TOOL = "call_any_tool"  # a tool that no narrower capability names
+MANAGE_AUTOMATIONS = "manage_automations"  # create, edit and delete scenes (and automations)
 
 _OWN: dict[str, tuple[str, ...]] = {
     GUEST: (SEE_HOME, SWITCH_LIGHTS),
@@ -43,6 +44,7 @@ _OWN: dict[str, tuple[str, ...]] = {
         CONNECT_APPS,
         MANAGE_ACCOUNTS,
         CALL_ANY_TOOL,
+        MANAGE_AUTOMATIONS,
     ),
 }
 
@@ -61,12 +63,17 @@ CAPABILITIES: tuple[str, ...] = tuple(c for role in ROLES for c in _OWN[role])
 
 # The capability a tool call needs, for deciding a request made by a token (a person may
 # approve only what they could do themselves): by tool, else by the tool's scope.
-_TOOL_CAPABILITY = {"set_light_state": SWITCH_LIGHTS, "set_alarm_state": ARM_ALARM}
+_TOOL_CAPABILITY = {
+    "set_light_state": SWITCH_LIGHTS,
+    "set_alarm_state": ARM_ALARM,
+    "scene_activate": RUN_SCENES,
+}
 _SCOPE_CAPABILITY = {
     "read": SEE_HOME,
     "control": ARM_ALARM,
     "devices": CALL_DEVICE_TOOLS,
     "fel": USE_INVOICES,
+    "automations": MANAGE_AUTOMATIONS,
 }
 
 _CACHE = "_homehub_role"  # on the user object: one request's or one socket's account
@@ -125,6 +132,13 @@ def capability_for_scope(scope: str) -> str:
     most a member's token-like scope stands for (`control`: the alarm), so a door that forgets
     to name one refuses rather than lets a guest through."""
     return _SCOPE_CAPABILITY.get(scope, CALL_ANY_TOOL)
+
+
+def scopes_within(role: str | None, scopes: Iterable[str]) -> frozenset[str]:
+    """Of `scopes`, those whose capability `role` holds: what a person's session may do when
+    one action runs several tool calls (a scene's steps)."""
+    held = capabilities(role)
+    return frozenset(s for s in scopes if capability_for_scope(s) in held)
 
 
 def capability_for_tool(tool: str, scope: str | None) -> str:

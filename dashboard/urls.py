@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from dashboard import accounts, confirmations, invoices, oauth, views
+from dashboard import accounts, confirmations, invoices, oauth, scenes, views
 
 app_name = "dashboard"
 
@@ -12,6 +12,10 @@ urlpatterns = [
     path("lights/<slug:name>/", views.switch_light, name="light"),
     path("alarm/", views.set_alarm, name="alarm"),
     path("people/<str:name>/", views.set_presence, name="person"),
+    path("scenes/", scenes.scenes, name="scenes"),
+    path("scenes/activate/", scenes.activate_scene, name="activate_scene"),
+    path("scenes/save/", scenes.save_scene, name="save_scene"),
+    path("scenes/delete/", scenes.delete_scene, name="delete_scene"),
     path("sensors/", views.sensors, name="sensors"),
     path(
         "sensors/<str:zone>/<str:device_type>/<str:device_id>/<str:channel>/",

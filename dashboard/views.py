@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from audit import selectors as audit_reads
 from audit.models import Event
+from automations import selectors as rooms_reads
 from common import roles
 from dashboard.access import role_required, wants_json
 from dashboard.charts import NARROW, line_chart
@@ -56,18 +57,22 @@ def _actor(request: HttpRequest) -> str:
 @require_GET
 @role_required(roles.SEE_HOME)
 def home(request: HttpRequest) -> HttpResponse:
+    """One card per room (its lights, latest values and devices), then what is in no room;
+    the scenes one click away."""
     people = home_reads.people()
+    rooms = rooms_reads.rooms()
+    elsewhere = rooms["elsewhere"]
     return render(
         request,
         "dashboard/home.html",
         {
             "page": "home",
-            "rooms": home_reads.lights_by_room(),
+            "rooms": rooms["rooms"],
+            "elsewhere": elsewhere if any(elsewhere.values()) else None,
+            "scenes": rooms_reads.scenes(),
             "alarm": home_reads.alarm(),
             "people": people,
             "home_count": sum(p["present"] for p in people),
-            "sensors": telemetry_reads.latest_readings()[:12],
-            "agents": [a for a in agents_reads.agents() if a["online"] and a["approved"]],
         },
     )
 

@@ -2,7 +2,8 @@
 
 Authentication: the Django session (the dashboard's login; unsafe methods need the CSRF
 token) or `Authorization: Bearer <token>` with the MCP tokens and their scopes (`read` for
-GETs, `control` for changes, `fel` for invoices, `devices` for agents' tools). A logged-in
+GETs, `control` for changes, `fel` for invoices, `devices` for agents' tools, `automations`
+for writing scenes). A logged-in
 person may do what their household role allows (`common.roles`). The routers check both with
 `common.rest.need`. Errors are JSON: `{"detail": ...}`. The docs (/api/docs) and the schema
 (/api/openapi.json) need a login.
@@ -21,6 +22,7 @@ from ninja.errors import AuthenticationError
 from ninja.security import HttpBearer, SessionAuth
 
 from audit.api import router as events_router
+from automations.api import router as automations_router
 from common import roles
 from common.rest import RestCaller
 from devices.agents.api import router as agents_router
@@ -64,7 +66,7 @@ api = NinjaAPI(
         "The home (lights, alarm, presence), ESP32 agents, telemetry, the audit trail and FEL "
         "invoices. Authenticate with the dashboard's session (held to the account's household role: "
         "guest, member or owner) or `Authorization: Bearer <token>` "
-        "(tokens from `manage.py create_mcp_token`, scopes read, control, fel, devices)."
+        "(tokens from `manage.py create_mcp_token`, scopes read, control, fel, devices, automations)."
     ),
     auth=[TokenAuth(), UserSession()],
     urls_namespace="api",
@@ -112,5 +114,6 @@ api.add_router("/", home_router)
 api.add_router("/", agents_router)
 api.add_router("/", telemetry_router)
 api.add_router("/", events_router)
+api.add_router("/", automations_router)
 api.add_router("/invoices/batches", batch_router)  # before /invoices/{invoice_id}
 api.add_router("/invoices", fel_router)

@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "devices.soms",
     "devices.xiaozhi",
     "fel",
+    "automations",  # rooms and scenes
     "dashboard",
     "homehub",  # the commands that run the hub: serve, ensure_admin, healthz
     "ninja",  # serves the API docs' scripts itself (no CDN)

@@ -88,6 +88,8 @@ TOOLS = [
     "fel_batch",
     "call_agent_tool",
     "list_agents",
+    "scene_save",
+    "scene_activate",
     "no_such_tool",
 ]
 params = st.one_of(

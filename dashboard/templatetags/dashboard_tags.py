@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django import template
 
 register = template.Library()
+
+
+@register.filter
+def moment(value: str) -> datetime | None:
+    """An ISO 8601 time, as the row shapes carry it, for `date` and `timesince`."""
+    try:
+        return datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        return None
 
 
 @register.filter

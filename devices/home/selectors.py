@@ -46,14 +46,6 @@ def light(name: str) -> LightOut | None:
     return Light.objects.filter(name=name).values("name", "label", "room", "on", "updated_at").first()
 
 
-def lights_by_room() -> list[tuple[str, list[LightOut]]]:
-    """[(room, [light, ...]), ...] in the order rooms first appear."""
-    rooms: dict[str, list[LightOut]] = {}
-    for row in lights():
-        rooms.setdefault(row["room"] or "Other", []).append(row)
-    return list(rooms.items())
-
-
 def alarm() -> AlarmOut:
     row = Alarm.objects.filter(pk=Alarm.SINGLETON_PK).values("armed", "updated_at").first()
     if row is None:  # not created yet: disarmed

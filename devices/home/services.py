@@ -24,6 +24,7 @@ from devices.home import state
 from devices.home.errors import LightNotFound, PersonNotFound
 from devices.home.models import Alarm, Light, Person
 from devices.home.seed import LIGHTS, PEOPLE
+from devices.home.signals import home_seeded
 
 
 def _switch(
@@ -112,6 +113,7 @@ def seed_home(*, reset: bool = False) -> dict[str, int]:
         created["alarm"] += new
         if reset and alarm.armed:
             _switch(Alarm, {"pk": Alarm.SINGLETON_PK}, "armed", False, **system)
+        home_seeded.send(sender=seed_home, lights=LIGHTS)
         if reset or any(created.values()):
             transaction.on_commit(state.forget)
             record_event(

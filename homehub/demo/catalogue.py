@@ -44,3 +44,6 @@ AGENTS = [
         Room("demo_bedroom", "bedroom", base=20.0, swing=1.2, occupancy=0.7),
     ),
 ]
+
+# The rooms the demo's sensor zones and agents are in (seed 000 names the first three).
+ZONE_ROOMS = {"living_room": "Salón", "kitchen": "Cocina", "bedroom": "Dormitorio", "office": "Oficina"}

@@ -7,13 +7,14 @@ import time
 from datetime import tzinfo
 
 from audit.models import Event
+from automations.services import map_zone, place_agent
 from devices.agents.services import register_agent
 from devices.home.services import seed_home
 from devices.soms.simulator import UNITS
 from devices.telemetry.models import TelemetryReading
 from devices.telemetry.parsing import Reading
 from devices.telemetry.services import Batch, store_batch
-from homehub.demo.catalogue import DemoAgent
+from homehub.demo.catalogue import ZONE_ROOMS, DemoAgent
 from homehub.demo.climate import Room
 from mcp_endpoint.auth.scopes import scopes
 from mcp_endpoint.auth.tokens import create_token, revoke_all
@@ -82,5 +83,10 @@ def prepare(agents: list[DemoAgent], tz: tzinfo) -> tuple[dict[str, str], str]:
     """Everything the demo needs in the database; the device tokens and the MCP token."""
     seed_home()
     tokens = register_agents(agents)
+    for agent in agents:
+        room = ZONE_ROOMS.get(agent.room.zone)
+        if room is not None:
+            map_zone(agent.room.zone, room, actor=ACTOR, interface=Event.Interface.SYSTEM)
+            place_agent(agent.agent_id, room, actor=ACTOR, interface=Event.Interface.SYSTEM)
     backfill([a.room for a in agents], tz)
     return tokens, fresh_mcp_token()

@@ -188,6 +188,13 @@ def seed_telemetry_and_agent():
         online=False,
         last_seen=now - timedelta(hours=3),
     )
+    # rooms: the zones and the garage's board in theirs, and a scene on Home
+    from automations import services as rooms
+
+    for zone, room in (("salon", "Salón"), ("cocina", "Cocina"), ("garage", "Garage")):
+        rooms.map_zone(zone, room, actor="test", interface="system")
+    rooms.place_agent("mqtt-garage", "Garage", actor="test", interface="system")
+    rooms.save_scene("Cena", {"salon": True, "cocina": True}, actor="test", interface="system")
 
 
 def test_home_live_alarm_and_every_page(daphne_server, owner, browser, make_token):
@@ -272,6 +279,13 @@ def test_home_live_alarm_and_every_page(daphne_server, owner, browser, make_toke
     page.get_by_role("button", name="Filter").click()
     page.wait_for_url("**interface=mcp-http**")
     assert "set_light_state" in page.content() or "light.set" in page.content()
+    page.goto(base + "/scenes/")
+    page.screenshot(path=str(SHOTS / "scenes.png"), full_page=True)
+    page.goto(base + "/")
+    Light.objects.update(on=False)
+    page.get_by_role("button", name="Cena").click()  # a scene, one click from Home
+    page.wait_for_url(base + "/")
+    assert set(Light.objects.filter(on=True).values_list("name", flat=True)) == {"salon", "cocina"}
     assert violations == []  # the policy blocked nothing of the pages, the live socket included
 
     context.close()

@@ -12,6 +12,8 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.db import connection
 
+from automations.models import ZoneRoom
+from automations.selectors import rooms
 from devices.agents.models import Agent
 from devices.telemetry.models import Sensor, TelemetryReading
 from homehub.demo import broker as brokers
@@ -112,6 +114,13 @@ def test_starting_the_demo_again_writes_nothing_twice(transactional_db):
     assert rows >= len(DEMO_IDS) * 4 * (HISTORY_SECONDS // 600 - 1)
     assert Sensor.objects.filter(device_id__in=DEMO_IDS).count() == 4 * len(DEMO_IDS)
     assert Sensor.objects.filter(measured_at__gt=datetime.fromtimestamp(now - 900, UTC)).count() == 16
+    # the demo's zones and agents are in rooms, once
+    salon = next(r for r in rooms()["rooms"] if r["name"] == "Salón")
+    assert salon["zones"] == ["living_room"] and [d["agent_id"] for d in salon["devices"]] == [
+        "02:00:00:de:00:01"
+    ]
+    assert {s["zone"] for s in salon["sensors"]} == {"living_room"}
+    assert ZoneRoom.objects.count() == len(DEMO_IDS)
 
 
 def test_the_climate_is_plausible_and_follows_the_day():
