@@ -1,9 +1,10 @@
 """Rooms and scenes. Membership lives here, not on the devices' rows: the device apps do not
 import automations, so each light, sensor zone and agent is tied to at most one room by a
-unique row of this app."""
+unique row of this app. The notifications' models are kept in `automations/notifications/`."""
 
 from django.db import models
 
+from automations.notifications.models import Notification, NotifyTarget
 from devices.agents.models import Agent
 from devices.home.models import Light
 
@@ -70,3 +71,6 @@ class Scene(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+__all__ = ["Notification", "NotifyTarget", "Room", "RoomAgent", "RoomLight", "Scene", "ZoneRoom"]

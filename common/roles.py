@@ -2,11 +2,12 @@
 
 Three roles, each a Django group made by `common`'s migration 0002, each holding every
 capability of the role below it: a *guest* sees the home and switches lights; a *member*
-also arms and disarms the alarm, marks presence, calls device tools, uses invoices and runs
-scenes; an *owner* also decides requests, manages devices, sees the audit trail, manages
-tokens, connected apps and accounts, and writes scenes and automations. A superuser is an
-owner; an account in no role's group is a guest, never more. Every page, form, live socket
-and REST call made with a session asks `can` here; nothing else decides.
+also arms and disarms the alarm, marks presence, calls device tools, uses invoices, runs
+scenes and reads notifications; an *owner* also decides requests (and reads their notices),
+manages devices, sees the audit trail, manages tokens, connected apps and accounts, and writes
+scenes and automations. A superuser is an owner; an account in no role's group is a guest,
+never more. Every page, form, live socket and REST call made with a session asks `can` here;
+nothing else decides.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ MARK_PRESENCE = "mark_presence"
 CALL_DEVICE_TOOLS = "call_device_tools"  # the Devices page's tool forms, REST device calls
 USE_INVOICES = "use_invoices"  # FEL pages and REST
 RUN_SCENES = "run_scenes"
+READ_NOTIFICATIONS = (
+    "read_notifications"  # the Notifications page and banner (approval notices: DECIDE_REQUESTS)
+)
 DECIDE_REQUESTS = "decide_requests"  # approve or deny dangerous calls on the Requests page
 MANAGE_DEVICES = "manage_devices"  # add a device, unbind one
 VIEW_ACTIVITY = "view_activity"  # the audit trail: Activity page, REST events, live audit details
@@ -35,7 +39,7 @@ MANAGE_AUTOMATIONS = "manage_automations"  # create, edit and delete scenes (and
 
 _OWN: dict[str, tuple[str, ...]] = {
     GUEST: (SEE_HOME, SWITCH_LIGHTS),
-    MEMBER: (ARM_ALARM, MARK_PRESENCE, CALL_DEVICE_TOOLS, USE_INVOICES, RUN_SCENES),
+    MEMBER: (ARM_ALARM, MARK_PRESENCE, CALL_DEVICE_TOOLS, USE_INVOICES, RUN_SCENES, READ_NOTIFICATIONS),
     OWNER: (
         DECIDE_REQUESTS,
         MANAGE_DEVICES,

@@ -6,6 +6,8 @@ forwards each `home.event` the role may see to the browser as one JSON text fram
 who made it and through which door unless the role may read the audit trail); for a role that
 decides requests, the group where the requests waiting for a person's confirmation change
 (`{"type": "requests"}`: the page re-reads its banner and, on the Requests page, its lists);
+for a role that reads notifications, the group where they come and go (`{"type":
+"notifications"}`, the same way; approval notices only to a role that decides requests);
 and the account's own group, where a change of its role or its deactivation closes the socket
 (the page reconnects and gets its new role's view, or is refused). The browser sends only
 pings: nothing it sends changes anything.
@@ -19,6 +21,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from audit.changes import CHANGES_GROUP
+from automations.notifications.services import NOTIFICATIONS_GROUP
 from common import roles
 from common.groups import keep_joined
 from mcp_endpoint.controls.confirmation import REQUESTS_GROUP
@@ -50,6 +53,8 @@ def groups_for(role: str, user_pk: Any) -> list[str]:
     groups = [CHANGES_GROUP, roles.account_group(user_pk)]
     if roles.DECIDE_REQUESTS in roles.capabilities(role):
         groups.append(REQUESTS_GROUP)
+    if roles.READ_NOTIFICATIONS in roles.capabilities(role):
+        groups.append(NOTIFICATIONS_GROUP)
     return groups
 
 
@@ -99,6 +104,13 @@ class HomeConsumer(AsyncJsonWebsocketConsumer):
     async def requests_changed(self, message: dict[str, Any]) -> None:
         if roles.DECIDE_REQUESTS in roles.capabilities(self.role):
             await self.send_json({"type": "requests"})
+
+    async def notifications_changed(self, message: dict[str, Any]) -> None:
+        may = roles.capabilities(self.role)
+        if roles.READ_NOTIFICATIONS in may and (
+            not message.get("owners_only") or roles.DECIDE_REQUESTS in may
+        ):
+            await self.send_json({"type": "notifications"})
 
     async def account_changed(self, message: dict[str, Any]) -> None:
         await self.close(code=ACCOUNT_CHANGED)

@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from dashboard import accounts, confirmations, invoices, oauth, scenes, views
+from dashboard import accounts, confirmations, invoices, notifications, oauth, scenes, views
 
 app_name = "dashboard"
 
@@ -34,6 +34,8 @@ urlpatterns = [
     path("invoices/batches/<int:pk>/files/<int:position>/pdf/", invoices.batch_file_pdf, name="batch_pdf"),
     path("activity/", views.activity, name="activity"),
     path("requests/", confirmations.requests, name="requests"),
+    path("notifications/", notifications.notifications, name="notifications"),
+    path("notifications/dismiss/", notifications.dismiss, name="dismiss_notifications"),
     path("requests/<int:pk>/", confirmations.request_page, name="request"),
     path("connected-apps/", oauth.connected_apps, name="connected_apps"),
     path("connected-apps/<int:grant_id>/revoke/", oauth.revoke_app, name="revoke_app"),

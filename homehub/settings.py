@@ -49,7 +49,7 @@ INSTALLED_APPS = [
     "devices.soms",
     "devices.xiaozhi",
     "fel",
-    "automations",  # rooms and scenes
+    "automations",  # rooms, scenes and notifications (the automations engine is not built yet)
     "dashboard",
     "homehub",  # the commands that run the hub: serve, ensure_admin, healthz
     "ninja",  # serves the API docs' scripts itself (no CDN)
@@ -84,6 +84,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "dashboard.confirmations.waiting_requests",
+                "dashboard.notifications.unread_notifications",
                 "dashboard.access.household_role",
             ],
         },
@@ -274,7 +275,12 @@ LOGGING = {
     # the listener logs what matters (devices refused, silent, offline) itself. oauthlib logs
     # the tokens it issues at DEBUG: never, whatever HOMEHUB_LOG_LEVEL says. django-axes says
     # INFO at every login and logout; its warnings (failed logins, lockouts) stay.
-    "loggers": {name: {"level": "WARNING"} for name in ("amqtt", "transitions", "oauthlib", "axes")},
+    # Apprise names the services it posts to in its messages, tokens and passwords included:
+    # never logged (automations.notifications.dispatch logs each failure without them).
+    "loggers": {
+        **{name: {"level": "WARNING"} for name in ("amqtt", "transitions", "oauthlib", "axes")},
+        "apprise": {"level": "CRITICAL", "propagate": False},
+    },
 }
 
 # --- MCP --------------------------------------------------------------------------------
@@ -295,6 +301,12 @@ MCP_CONFIRMATION_SECONDS = float(os.environ.get("MCP_CONFIRMATION_SECONDS", 120)
 # MCP client that declared URL-mode elicitation is handed the approval page of its dangerous
 # call at this address; unset, the owner finds it on the dashboard's Requests page only.
 HUB_URL = os.environ.get("HUB_URL", "").strip()
+
+# --- Notifications -------------------------------------------------------------------------
+# Where every notification goes besides the dashboard: Apprise URLs (ntfy://, mailto://,
+# tgram://, json://... one per service), separated by commas or spaces; unset, the dashboard
+# only. Each account may add its own in the admin (automations.notifications).
+NOTIFY_URLS = os.environ.get("NOTIFY_URLS", "").replace(",", " ").split()
 # Streamable HTTP resumability (SEP-1699): the `retry` a priming event asks of clients, and
 # how many events of a stream, for how long, are kept (in the cache) for a GET resumed with
 # Last-Event-ID.

@@ -27,7 +27,8 @@ update; the round's signed `requestState` says which keys the hub asked (`input_
 Both ways are bounded by MCP_CONFIRMATION_SECONDS. What happened is kept on the call's result
 (`ToolResult.confirmation`) for its audit event. Each request made, decided or lapsed is
 announced to every process's REQUESTS_GROUP once committed, where the dashboard's open pages
-hear it and show it at once.
+hear it and show it at once; a request made on the hub is also sent as `request_made` (in the
+process where the call waits, once), which the household's notifications listen to.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db.models import QuerySet
+from django.dispatch import Signal
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
@@ -60,6 +62,9 @@ REQUESTS_CHANGED = "requests.changed"  # the channel-layer message type (`reques
 # older ones go as new ones are made, so the table stays the size of a week's dangerous calls.
 KEEP_ENDED = timedelta(days=7)
 APPROVAL_PAGE = "dashboard:request"  # the URL name of a request's own page, when there is one
+# Sent with `request` (the PendingConfirmation) once a call starts waiting for a person on the
+# hub; a receiver's failure is logged and never stops the call from waiting.
+request_made = Signal()
 
 Decision = PendingConfirmation.Decision
 Kind = PendingConfirmation.Kind
@@ -323,6 +328,9 @@ def _request(kind: str, tool: Tool, arguments: Any, caller: Caller, *, reuse: bo
     )
     if kind == Kind.HUB:
         _announce()
+        for _receiver, outcome in request_made.send_robust(PendingConfirmation, request=row):
+            if isinstance(outcome, Exception):
+                logger.warning("a receiver of request_made failed: %s", type(outcome).__name__)
     return row.pk, seconds
 
 

@@ -57,6 +57,7 @@ def test_what_each_role_may_do():
         roles.CALL_DEVICE_TOOLS,
         roles.USE_INVOICES,
         roles.RUN_SCENES,
+        roles.READ_NOTIFICATIONS,
     }
     assert {
         roles.DECIDE_REQUESTS,

@@ -61,6 +61,7 @@ PAGES = [
     ("/devices/", "member"),
     ("/invoices/", "member"),
     ("/activity/", "owner"),
+    ("/notifications/", "member"),
     ("/requests/", "owner"),
     ("/connected-apps/", "owner"),
     ("/accounts/", "owner"),

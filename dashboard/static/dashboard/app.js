@@ -76,7 +76,7 @@
         .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
         .then(function (html) {
           var doc = new DOMParser().parseFromString(html, "text/html");
-          document.querySelectorAll("[data-refresh], #requests-banner").forEach(function (el) {
+          document.querySelectorAll("[data-refresh], #requests-banner, #notifications-banner").forEach(function (el) {
             if (!el.id || el.contains(document.activeElement) && document.activeElement !== document.body) return;
             var fresh = doc.getElementById(el.id);
             if (fresh) el.replaceWith(fresh);
@@ -125,6 +125,7 @@
       try { data = JSON.parse(msg.data); } catch (e) { return; }
       if (data.type === "event" && data.event) applyEvent(data.event);
       else if (data.type === "requests") refreshSoon(0);  // a request came, was decided or lapsed
+      else if (data.type === "notifications") refreshSoon(0);  // one came or was dismissed
     };
     ws.onclose = function () { banner(true); schedule(); };
     window.homehubSocket = ws;
