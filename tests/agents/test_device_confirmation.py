@@ -179,9 +179,21 @@ def test_two_processes_a_device_tool_never_runs_unasked_on_the_lagging_one(
             await device.connect()
             await eventually(lambda: asyncio.to_thread(online_with_door), timeout=10)
             with owner_deciding(True):
-                approved = await asyncio.to_thread(open_the_door, sessions[0])
+                approved = await asyncio.to_thread(open_once_near_sees_it, sessions[0])
             await device.close()
             return approved
+
+        def open_once_near_sees_it(session: str) -> dict:
+            """`near` may still miss the device's last connection, or its tools, for a feed round:
+            its answer is then "offline" or "no tool" (nothing ran, nobody was asked): call
+            again."""
+            deadline = time.monotonic() + 10
+            while True:
+                answer = open_the_door(session)
+                text = answer["content"][0]["text"]
+                if not ("is offline" in text or "has no tool" in text) or time.monotonic() > deadline:
+                    return answer
+                time.sleep(0.2)
 
         approved = async_to_sync(scenario)()
 
@@ -191,5 +203,5 @@ def test_two_processes_a_device_tool_never_runs_unasked_on_the_lagging_one(
     assert all(a["isError"] for a in answers), [
         t for a, t in zip(answers, texts, strict=True) if not a["isError"]
     ]
-    assert opened == [{"who": "courier"}], texts  # only the approved call ran
+    assert opened == [{"who": "courier"}], (approved, texts)  # only the approved call ran
     assert approved["isError"] is False
