@@ -8,7 +8,7 @@ scopes, rate limit, a person's confirmation of dangerous calls and the audit all
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
 from django.db import transaction
@@ -171,35 +171,45 @@ def seed_rooms(lights: list[tuple[str, str]], *, actor: str, interface: str) -> 
 
 def map_zone(zone: str, room_name: str, *, actor: str, interface: str) -> ZoneRoom:
     """Map sensor zone `zone` to the room `room_name` (made if missing)."""
-    with transaction.atomic():
-        room, _ = Room.objects.get_or_create(name=room_name)
-        row, created = ZoneRoom.objects.get_or_create(zone=zone, defaults={"room": room})
-        if created or row.room_id != room.pk:
-            row.room = room
-            row.save()
-            record_event(
-                actor=actor,
-                interface=interface,
-                action="room.zone",
-                target=f"room:{room_name}",
-                after={"zone": zone},
-            )
-    return row
+    return _place(ZoneRoom, {"zone": zone}, zone, room_name, "room.zone", actor=actor, interface=interface)
 
 
 def place_agent(agent_id: str, room_name: str, *, actor: str, interface: str) -> None:
     """Put agent `agent_id` in the room `room_name` (made if missing), out of any other."""
     with transaction.atomic():
-        room, _ = Room.objects.get_or_create(name=room_name)
         agent = Agent.objects.get(agent_id=agent_id)
-        link, created = RoomAgent.objects.get_or_create(agent=agent, defaults={"room": room})
-        if created or link.room_id != room.pk:
-            link.room = room
-            link.save()
+        _place(
+            RoomAgent, {"agent": agent}, agent_id, room_name, "room.agent", actor=actor, interface=interface
+        )
+
+
+Placed = TypeVar("Placed", ZoneRoom, RoomAgent)
+
+
+def _place(
+    model: type[Placed],
+    key: dict[str, Any],
+    named: str,
+    room_name: str,
+    action: str,
+    *,
+    actor: str,
+    interface: str,
+) -> Placed:
+    """The row of `model` found by `key` (made if missing) in the room `room_name` (made if
+    missing); a move is audited as `action`, naming what moved (`named`)."""
+    with transaction.atomic():
+        room, _ = Room.objects.get_or_create(name=room_name)
+        row, created = model.objects.get_or_create(**key, defaults={"room": room})
+        if created or row.room_id != room.pk:
+            row.room = room
+            row.save()
+            what = next(iter(key))
             record_event(
                 actor=actor,
                 interface=interface,
-                action="room.agent",
+                action=action,
                 target=f"room:{room_name}",
-                after={"agent": agent_id},
+                after={what: named},
             )
+    return row
