@@ -24,6 +24,8 @@ from mcp_endpoint.engine.pipeline import ToolRefused, call_tool
 from mcp_endpoint.engine.registry import registry
 from mcp_endpoint.engine.tools import Caller, ToolContext
 
+Placed = TypeVar("Placed", ZoneRoom, RoomAgent)  # the rows that put something in a room
+
 NAME_MAX = 100
 TOOL_CALLS_MAX = 20
 LIGHT_TOOL = "set_light_state"
@@ -181,9 +183,6 @@ def place_agent(agent_id: str, room_name: str, *, actor: str, interface: str) ->
         _place(
             RoomAgent, {"agent": agent}, agent_id, room_name, "room.agent", actor=actor, interface=interface
         )
-
-
-Placed = TypeVar("Placed", ZoneRoom, RoomAgent)
 
 
 def _place(
