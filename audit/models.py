@@ -17,6 +17,7 @@ class Event(models.Model):
         MQTT = "mqtt"
         DEVICE = "device"
         SYSTEM = "system"
+        AUTOMATION = "automation"  # an automation's run (the actor names the automation)
 
     at = models.DateTimeField(auto_now_add=True, db_index=True)
     actor = models.CharField(max_length=150, blank=True)

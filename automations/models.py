@@ -1,7 +1,8 @@
-"""Rooms and scenes. Membership lives here, not on the devices' rows: the device apps do not
+"""Rooms, scenes and automations. Membership lives here, not on the devices' rows: the device apps do not
 import automations, so each light, sensor zone and agent is tied to at most one room by a
 unique row of this app. The notifications' models are kept in `automations/notifications/`."""
 
+from django.conf import settings
 from django.db import models
 
 from automations.notifications.models import Notification, NotifyTarget
@@ -73,4 +74,96 @@ class Scene(models.Model):
         return self.name
 
 
-__all__ = ["Notification", "NotifyTarget", "Room", "RoomAgent", "RoomLight", "Scene", "ZoneRoom"]
+class Automation(models.Model):
+    """An automation: its current definition (`automations.definition`, written only through
+    `automations.authoring`, which keeps every version), whether it runs and with whose rights,
+    the engine's lease on it (one hub process evaluates each automation) and the engine's
+    state that must outlive a process (when each schedule last fired, `for_seconds` timers)."""
+
+    name = models.CharField(max_length=100, unique=True)
+    definition = models.JSONField()
+    version = models.PositiveIntegerField(default=1)
+    enabled = models.BooleanField(default=False)
+    # The owner whose rights its runs act with: the one who enabled it, on the dashboard or by
+    # approving a token's request on the hub.
+    enabled_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    enabled_at = models.DateTimeField(null=True, blank=True)
+    holder = models.CharField(max_length=100, blank=True)
+    held_until = models.DateTimeField(null=True, blank=True)
+    state = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        indexes = [models.Index(fields=["enabled", "held_until"], name="automation_lease")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class AutomationVersion(models.Model):
+    """Every definition an automation was saved with (restoring one saves it again)."""
+
+    automation = models.ForeignKey(Automation, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    definition = models.JSONField()
+    actor = models.CharField(max_length=150, blank=True)
+    interface = models.CharField(max_length=16, blank=True)
+    saved_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["automation", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["automation", "number"], name="automation_version_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.automation} v{self.number}"
+
+
+class AutomationRun(models.Model):
+    """One run: what fired it, each condition's result and each action's outcome (`trace`, a
+    list of steps), and how it ended. Kept for AUTOMATION_RUNS_KEEP_DAYS, pruned as the audit
+    trail is."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        DONE = "done"  # every action ran (or, with on_error continue, was tried)
+        FAILED = "failed"  # an action failed and the automation stops on errors
+        SKIPPED = "skipped"  # a condition did not hold
+        STOPPED = "stopped"  # the loop guard, a restart or the engine stopping ended it
+        MISSED = "missed"  # a schedule due while no engine ran, past the grace window
+
+    automation = models.ForeignKey(Automation, on_delete=models.CASCADE, related_name="runs")
+    version = models.PositiveIntegerField(default=1)
+    started_at = models.DateTimeField(db_index=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.RUNNING)
+    trigger = models.JSONField(default=dict)
+    trace = models.JSONField(default=list)
+    depth = models.PositiveSmallIntegerField(default=0, help_text="how deep in a chain of automations")
+    holder = models.CharField(max_length=100, blank=True)
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        indexes = [models.Index(fields=["automation", "-started_at"], name="automation_run_time")]
+
+    def __str__(self) -> str:
+        return f"{self.automation} {self.started_at:%Y-%m-%d %H:%M:%S} {self.status}"
+
+
+__all__ = [
+    "Automation",
+    "AutomationRun",
+    "AutomationVersion",
+    "Notification",
+    "NotifyTarget",
+    "Room",
+    "RoomAgent",
+    "RoomLight",
+    "Scene",
+    "ZoneRoom",
+]

@@ -307,6 +307,27 @@ HUB_URL = os.environ.get("HUB_URL", "").strip()
 # tgram://, json://... one per service), separated by commas or spaces; unset, the dashboard
 # only. Each account may add its own in the admin (automations.notifications).
 NOTIFY_URLS = os.environ.get("NOTIFY_URLS", "").replace(",", " ").split()
+
+# --- Automations (automations/) ------------------------------------------------------------
+# The home's place for sunrise and sunset triggers, "latitude,longitude" (e.g. "14.6,-90.5");
+# unset, a sun trigger is refused when saved. Schedules use the home's time zone, TIME_ZONE.
+HOMEHUB_LOCATION = os.environ.get("HOMEHUB_LOCATION", "").strip()
+# Whether `serve` runs the automations engine in its process (the `run_automations` command
+# runs it on its own); several engines over one database share the automations by leases.
+AUTOMATIONS_IN_PROCESS = os.environ.get("AUTOMATIONS_IN_PROCESS", "1") != "0"
+# A schedule due while no engine ran runs once at start when it is at most this late; older,
+# it is recorded as missed.
+AUTOMATION_GRACE_SECONDS = float(os.environ.get("AUTOMATION_GRACE_SECONDS", 300))
+# How long an engine's lease on an automation lasts unless renewed (renewed every third of
+# it): another process takes over an engine that died within this.
+AUTOMATION_LEASE_SECONDS = float(os.environ.get("AUTOMATION_LEASE_SECONDS", 15))
+# Loop guards: a chain of automations triggering each other deeper than this, or one
+# automation starting more runs than this in a minute, is stopped (the reason in its trace).
+AUTOMATION_CHAIN_MAX = int(os.environ.get("AUTOMATION_CHAIN_MAX", 5))
+AUTOMATION_RUNS_PER_MINUTE = int(os.environ.get("AUTOMATION_RUNS_PER_MINUTE", 30))
+# Runs (with their traces) are kept this long, and at most this many per automation.
+AUTOMATION_RUNS_KEEP_DAYS = int(os.environ.get("AUTOMATION_RUNS_KEEP_DAYS", 30))
+AUTOMATION_RUNS_KEEP = int(os.environ.get("AUTOMATION_RUNS_KEEP", 500))
 # Streamable HTTP resumability (SEP-1699): the `retry` a priming event asks of clients, and
 # how many events of a stream, for how long, are kept (in the cache) for a GET resumed with
 # Last-Event-ID.
