@@ -4,15 +4,29 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('audit', '0002_event_interface_mcp_endpoint'),
+        ("audit", "0002_event_interface_mcp_endpoint"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='event',
-            name='interface',
-            field=models.CharField(choices=[('dashboard', 'Dashboard'), ('admin', 'Admin'), ('rest', 'Rest'), ('mcp-http', 'Mcp Http'), ('mcp-ws', 'Mcp Ws'), ('mcp-stdio', 'Mcp Stdio'), ('mcp-endpoint', 'Mcp Endpoint'), ('mqtt', 'Mqtt'), ('device', 'Device'), ('system', 'System'), ('automation', 'Automation')], max_length=16),
+            model_name="event",
+            name="interface",
+            field=models.CharField(
+                choices=[
+                    ("dashboard", "Dashboard"),
+                    ("admin", "Admin"),
+                    ("rest", "Rest"),
+                    ("mcp-http", "Mcp Http"),
+                    ("mcp-ws", "Mcp Ws"),
+                    ("mcp-stdio", "Mcp Stdio"),
+                    ("mcp-endpoint", "Mcp Endpoint"),
+                    ("mqtt", "Mqtt"),
+                    ("device", "Device"),
+                    ("system", "System"),
+                    ("automation", "Automation"),
+                ],
+                max_length=16,
+            ),
         ),
     ]

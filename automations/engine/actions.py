@@ -48,12 +48,16 @@ async def perform(action: Action, ctx: ToolContext, automation: str) -> dict[str
             result = await call_tool(action.tool, action.arguments, ctx)
             text = " ".join(c.get("text", "") for c in result.as_mcp()["content"] if c.get("type") == "text")
             step["ok"] = not result.is_error
-            step["error" if result.is_error else "result"] = _brief(text) or ("failed" if result.is_error else "")
+            step["error" if result.is_error else "result"] = _brief(text) or (
+                "failed" if result.is_error else ""
+            )
         elif isinstance(action, SceneAction):
             outcome = await activate_scene(action.scene, ctx)
             step["ok"] = outcome["ok"]
             failed = [f"{s['tool']}: {s['error']}" for s in outcome["steps"] if not s["ok"]]
-            step["error" if failed else "result"] = _brief("; ".join(failed) or f"{len(outcome['steps'])} steps")
+            step["error" if failed else "result"] = _brief(
+                "; ".join(failed) or f"{len(outcome['steps'])} steps"
+            )
         elif isinstance(action, DelayAction):
             await asyncio.sleep(action.delay_seconds)
             step["ok"] = True

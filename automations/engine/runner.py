@@ -337,9 +337,12 @@ class Engine:
             loaded.starts.popleft()
         reason = None
         if depth > settings.AUTOMATION_CHAIN_MAX:
-            reason = f"a chain of automations deeper than AUTOMATION_CHAIN_MAX ({settings.AUTOMATION_CHAIN_MAX})"
+            reason = (
+                f"a chain of automations deeper than AUTOMATION_CHAIN_MAX ({settings.AUTOMATION_CHAIN_MAX})"
+            )
         elif len(loaded.starts) >= settings.AUTOMATION_RUNS_PER_MINUTE:
-            reason = f"more than AUTOMATION_RUNS_PER_MINUTE ({settings.AUTOMATION_RUNS_PER_MINUTE}) runs in a minute"
+            per_minute = settings.AUTOMATION_RUNS_PER_MINUTE
+            reason = f"more than AUTOMATION_RUNS_PER_MINUTE ({per_minute}) runs in a minute"
         if reason is not None:
             logger.warning("automation %s: stopped: %s", loaded.name, reason)
             await self._record(loaded, firing, depth, Status.STOPPED, [{"stopped": reason}], state=state)
@@ -384,7 +387,13 @@ class Engine:
             await self._record(loaded, firing, depth, Status.FAILED, trace[1:], state=state)
             return
         run = await sync_to_async(services.start_run)(
-            loaded.held, self.holder, at=firing.at, trigger=firing.trigger, depth=depth, trace=trace, state=state
+            loaded.held,
+            self.holder,
+            at=firing.at,
+            trigger=firing.trigger,
+            depth=depth,
+            trace=trace,
+            state=state,
         )
         if run is None:
             return  # another process holds it now
@@ -447,7 +456,9 @@ class Engine:
     async def settle(self) -> None:
         """Wait until no run is going or waiting (the engine's own stop, and tests)."""
         while True:
-            going = [lo.running for lo in self.loaded.values() if lo.running is not None and not lo.running.done()]
+            going = [
+                lo.running for lo in self.loaded.values() if lo.running is not None and not lo.running.done()
+            ]
             if not going:
                 return
             await asyncio.wait(going)

@@ -38,7 +38,9 @@ def acting_scopes(user_id: int | None) -> frozenset[str]:
         raise NotAnOwner("the account that enabled it no longer exists")
     role = roles.role_of(user)
     if role != roles.OWNER:
-        raise NotAnOwner(f"{user.get_username()}, who enabled it, is no longer an owner (now: {role or 'inactive'})")
+        raise NotAnOwner(
+            f"{user.get_username()}, who enabled it, is no longer an owner (now: {role or 'inactive'})"
+        )
     return roles.scopes_within(role, declared_scopes.names())
 
 

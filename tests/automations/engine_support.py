@@ -17,7 +17,9 @@ def owner() -> Any:
     return users.filter(username="boss").first() or users.create_superuser("boss", "boss@example.com", "pw-x")
 
 
-def automation(name: str, triggers: list[dict[str, Any]], actions: list[dict[str, Any]], **more: Any) -> Automation:
+def automation(
+    name: str, triggers: list[dict[str, Any]], actions: list[dict[str, Any]], **more: Any
+) -> Automation:
     """An enabled automation `name` (its definition checked by `parse`), enabled by an owner."""
     definition = parse({"name": name, "triggers": triggers, "actions": actions, **more}).as_json()
     return Automation.objects.create(name=name, definition=definition, enabled=True, enabled_by=owner())
@@ -30,7 +32,11 @@ def runs(name: str) -> list[AutomationRun]:
 
 def light_event(name: str, on: bool, by: str = "") -> dict[str, Any]:
     """The change feed's event of a light switched (by automation `by`, or by someone)."""
-    who = {"actor": f"automation:{by}", "interface": "automation"} if by else {"actor": "ana", "interface": "dashboard"}
+    who = (
+        {"actor": f"automation:{by}", "interface": "automation"}
+        if by
+        else {"actor": "ana", "interface": "dashboard"}
+    )
     return {"kind": "light", "name": name, "on": on, **who}
 
 

@@ -14,17 +14,25 @@ def test_each_kind_of_event_becomes_its_change():
     assert changes_from_event({"kind": "light", "name": "salon", "on": True, **someone}, WHEN) == [
         Change("light", "salon", True, WHEN)
     ]
-    assert changes_from_event({"kind": "alarm", "armed": False, **someone}, WHEN) == [Change("alarm", "", False, WHEN)]
+    assert changes_from_event({"kind": "alarm", "armed": False, **someone}, WHEN) == [
+        Change("alarm", "", False, WHEN)
+    ]
     assert changes_from_event({"kind": "person", "name": "Ana", "present": True, **someone}, WHEN) == [
         Change("presence", "Ana", True, WHEN)
     ]
-    assert changes_from_event({"kind": "agent", "agent_id": "esp32_01", "online": False, **someone}, WHEN) == [
-        Change("agent", "esp32_01", False, WHEN)
-    ]
+    assert changes_from_event(
+        {"kind": "agent", "agent_id": "esp32_01", "online": False, **someone}, WHEN
+    ) == [Change("agent", "esp32_01", False, WHEN)]
 
 
 def test_a_change_made_by_an_automation_names_it():
-    event = {"kind": "light", "name": "salon", "on": False, "actor": "automation:Night", "interface": "automation"}
+    event = {
+        "kind": "light",
+        "name": "salon",
+        "on": False,
+        "actor": "automation:Night",
+        "interface": "automation",
+    }
     assert [c.by for c in changes_from_event(event, WHEN) or []] == ["Night"]
     # Only the automation interface counts: a person named so is not an automation.
     event["interface"] = "dashboard"
@@ -53,7 +61,9 @@ def test_telemetry_gives_each_sensor_by_zone_and_channel_and_without_values_asks
 
 
 def test_differences_between_two_views_are_the_changes():
-    before = HomeView(lights={"salon": False}, people={"Ana": True}, sensors={"a/t": 20.0}, agents={"x": True})
+    before = HomeView(
+        lights={"salon": False}, people={"Ana": True}, sensors={"a/t": 20.0}, agents={"x": True}
+    )
     after = HomeView(
         lights={"salon": True}, people={"Ana": True}, armed=True, sensors={"a/t": 21.0}, agents={"x": True}
     )
