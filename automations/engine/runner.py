@@ -170,10 +170,16 @@ class Engine:
 
     async def _listen(self) -> None:
         layer = channel_layer()
-        channel = await layer.new_channel()
         groups = [CHANGES_GROUP, AUTOMATIONS_GROUP]
-        for group in groups:
-            await layer.group_add(group, channel)
+        while True:  # the layer (Redis) may be away at the start: try again
+            try:
+                channel = await layer.new_channel()
+                for group in groups:
+                    await layer.group_add(group, channel)
+                break
+            except Exception:
+                logger.exception("automations: could not join the change feed; retrying")
+                await asyncio.sleep(1)
         rejoin = keep_joined(layer, lambda: groups, channel)
         try:
             await receive_forever(layer, channel, self._heard, "automations engine")

@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from audit.models import Event
 from automations.engine.runner import Engine
 from automations.engine.services import Held, start_run
-from automations.models import Automation
+from automations.models import Automation, AutomationRun
 from devices.home import selectors as home_reads
 from devices.telemetry.parsing import Reading
 from devices.telemetry.services import Batch, store_batch
@@ -284,3 +284,42 @@ def test_one_holder_at_a_time_and_a_run_of_a_lost_lease_is_not_recorded(home):
         assert list(second.loaded) == ["Compartida"]
 
     drive(steps)
+
+
+def test_a_sun_trigger_fires_at_the_homes_sunset_with_its_offset(home, settings):
+    settings.HOMEHUB_LOCATION = "40.4168,-3.7038"  # Madrid
+    settings.TIME_ZONE = "Europe/Madrid"
+    automation("Al anochecer", [{"type": "sun", "event": "sunset", "offset_minutes": -15}], COCINA_ON)
+    from automations import schedules
+    from automations.definition import SunTrigger
+
+    clock = Clock(datetime(2026, 6, 21, 12, 0, tzinfo=UTC))
+    trigger = SunTrigger(type="sun", event="sunset", offset_minutes=-15)
+    moment = schedules.next_after(trigger, clock.at)
+    assert moment is not None and 18 <= moment.astimezone(UTC).hour <= 19  # ~21:45 in Madrid
+
+    async def steps() -> None:
+        engine = await started(clock)
+        clock.at = moment - timedelta(seconds=1)
+        await engine.tick()
+        assert await sync_to_async(runs)("Al anochecer") == []
+        clock.at = moment + timedelta(seconds=1)
+        await engine.tick()
+        await engine.settle()
+
+    drive(steps)
+    (run,) = runs("Al anochecer")
+    assert run.status == "done" and run.started_at == moment
+
+
+def test_runs_are_pruned_by_age_and_by_count(home):
+    from django.utils import timezone
+
+    from automations.engine.services import prune_runs
+
+    row = automation("Muchas", SALON_ON, COCINA_ON)
+    now = timezone.now()
+    for days in (40, 3, 2, 1, 0):
+        AutomationRun.objects.create(automation=row, started_at=now - timedelta(days=days), status="done")
+    assert prune_runs(timedelta(days=30), keep=2) == 3
+    assert [(now - r.started_at).days for r in runs("Muchas")] == [1, 0]
