@@ -323,3 +323,48 @@ def test_runs_are_pruned_by_age_and_by_count(home):
         AutomationRun.objects.create(automation=row, started_at=now - timedelta(days=days), status="done")
     assert prune_runs(timedelta(days=30), keep=2) == 3
     assert [(now - r.started_at).days for r in runs("Muchas")] == [1, 0]
+
+
+def test_a_changed_or_disabled_automation_is_reloaded_or_let_go_at_the_next_round(home):
+    row = automation("Cambia", SALON_ON, [{"delay_seconds": 5}])
+
+    async def steps() -> None:
+        engine = await started(Clock())
+        await engine.handle_event(light_event("salon", True))
+        await asyncio.sleep(0.02)
+        await sync_to_async(Automation.objects.filter(pk=row.pk).update)(
+            version=2, definition={**row.definition, "actions": COCINA_ON}
+        )
+        await engine.lease_round()  # what an `automations.changed` announcement starts
+        await engine.handle_event(light_event("salon", False))
+        await engine.handle_event(light_event("salon", True))
+        await engine.settle()
+        await sync_to_async(Automation.objects.filter(pk=row.pk).update)(enabled=False)
+        await engine.lease_round()
+        assert engine.loaded == {}
+
+    drive(steps)
+    first, second = runs("Cambia")
+    assert (first.status, first.version, first.trace[-1]) == (
+        "stopped",
+        1,
+        {"stopped": "the automation changed"},
+    )
+    assert (second.status, second.version) == ("done", 2)
+    assert home_reads.light("cocina")["on"] is True
+    assert Automation.objects.get().holder == ""
+
+
+def test_stopping_the_engine_stops_its_runs_and_lets_go(home):
+    automation("Larga", SALON_ON, [{"delay_seconds": 5}])
+
+    async def steps() -> None:
+        engine = await started(Clock())
+        await engine.handle_event(light_event("salon", True))
+        await asyncio.sleep(0.02)
+        await engine.stop()
+
+    drive(steps)
+    (run,) = runs("Larga")
+    assert (run.status, run.trace[-1]) == ("stopped", {"stopped": "the engine stopped"})
+    assert Automation.objects.get().holder == ""

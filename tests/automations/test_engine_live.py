@@ -122,6 +122,22 @@ def test_two_automations_switching_each_other_are_stopped_with_the_reason(live_e
     assert "deeper than AUTOMATION_CHAIN_MAX (3)" in stopped.trace[-1]["stopped"]
 
 
+def test_serve_leaves_automations_to_another_process_when_told(live_env, tmp_path):
+    automation("Luz", [{"type": "light", "name": "salon", "to": "on"}], [light("cocina")])
+    with running_hub(live_env, serve=True, **QUICK, AUTOMATIONS_IN_PROCESS="0"):
+        time.sleep(2)  # a round or two of an engine, were one running
+        assert Automation.objects.get().holder == ""
+        engine = Process(["run_automations"], {**live_env, **QUICK}, tmp_path / "engine.log")
+        try:
+            held("Luz")
+            time.sleep(0.5)
+            home_services.set_light_state("salon", True, **SYSTEM)
+            assert [r.status for r in done("Luz")] == ["done"], engine.output()
+        finally:
+            assert engine.stop() == 0
+        assert Automation.objects.get().holder == ""  # let go on SIGTERM
+
+
 def test_a_real_cron_minute_runs_once_and_a_killed_holder_is_taken_over(live_env, tmp_path):
     """`* * * * *` in a real `serve`: at the minute it runs once; the holder killed (kill -9),
     `run_automations` takes the automation over within seconds and does not run it again."""
