@@ -198,15 +198,19 @@ class Engine:
 
     async def _loop(self) -> None:
         loop = asyncio.get_running_loop()
-        next_round = loop.time()
+        next_round = lapses = loop.time()
         while True:
             if self._round_now or loop.time() >= next_round:
                 self._round_now = False
                 next_round = loop.time() + settings.AUTOMATION_LEASE_SECONDS / 3
                 try:
                     await self.lease_round()
+                    lapses = loop.time() + settings.AUTOMATION_LEASE_SECONDS
                 except Exception:
                     logger.warning("automations: could not renew the leases", exc_info=True)
+                    if loop.time() >= lapses:  # another process may hold them now
+                        for loaded in list(self.loaded.values()):
+                            await self._drop(loaded, "its lease lapsed")
             try:
                 await self.tick()
             except Exception:

@@ -100,12 +100,17 @@ def finish_run(run_id: int, status: str, trace: list[dict[str, Any]]) -> None:
 
 def end_orphan_runs(pks: list[int], holder: str) -> int:
     """Runs of these automations left `running` by a holder other than `holder` (a process that
-    died in the middle of one) end as stopped."""
-    return (
-        AutomationRun.objects.filter(automation_id__in=pks, status=AutomationRun.Status.RUNNING)
-        .exclude(holder=holder)
-        .update(status=AutomationRun.Status.STOPPED, finished_at=timezone.now())
-    )
+    died in the middle of one) end as stopped, saying so."""
+    orphans = AutomationRun.objects.filter(
+        automation_id__in=pks, status=AutomationRun.Status.RUNNING
+    ).exclude(holder=holder)
+    ended = 0
+    for run in orphans:
+        run.trace = [*run.trace, {"stopped": f"its process ({run.holder}) ended before it finished"}]
+        run.status, run.finished_at = AutomationRun.Status.STOPPED, timezone.now()
+        run.save(update_fields=["trace", "status", "finished_at"])
+        ended += 1
+    return ended
 
 
 def prune_runs(older_than: timedelta, keep: int) -> int:

@@ -368,3 +368,17 @@ def test_stopping_the_engine_stops_its_runs_and_lets_go(home):
     (run,) = runs("Larga")
     assert (run.status, run.trace[-1]) == ("stopped", {"stopped": "the engine stopped"})
     assert Automation.objects.get().holder == ""
+
+
+def test_a_run_left_going_by_a_process_that_died_is_ended_by_the_next_holder(home):
+    row = automation("Cortada", SALON_ON, COCINA_ON)
+    AutomationRun.objects.create(automation=row, started_at=Clock().at, holder="dead:1")
+
+    async def steps() -> None:
+        await started(Clock(), "next")
+
+    drive(steps)
+    (run,) = runs("Cortada")
+    assert run.status == "stopped" and run.trace == [
+        {"stopped": "its process (dead:1) ended before it finished"}
+    ]
