@@ -464,7 +464,7 @@ class Engine:
         await sync_to_async(services.save_state)(loaded.held.pk, self.holder, loaded.state())
 
     async def settle(self) -> None:
-        """Wait until no run is going or waiting (the engine's own stop, and tests)."""
+        """Wait until no run of this engine is going or waiting (driving it step by step)."""
         while True:
             going = [
                 lo.running for lo in self.loaded.values() if lo.running is not None and not lo.running.done()
