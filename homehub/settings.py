@@ -49,7 +49,7 @@ INSTALLED_APPS = [
     "devices.soms",
     "devices.xiaozhi",
     "fel",
-    "automations",  # rooms, scenes and notifications (the automations engine is not built yet)
+    "automations",  # rooms, scenes, notifications and the automations engine (automations/engine/)
     "dashboard",
     "homehub",  # the commands that run the hub: serve, ensure_admin, healthz
     "ninja",  # serves the API docs' scripts itself (no CDN)

@@ -21,7 +21,8 @@ class Command(BaseCommand):
         "Serve the hub with daphne (HTTP, WebSockets, /mcp) and, unless MQTT_IN_PROCESS=0, the "
         "MQTT worker in the same process, so that with the in-memory channel layer LLM calls "
         "still reach MQTT agents. With no broker reachable the hub serves everything else and "
-        "keeps retrying. The outbound MCP endpoints (add_mcp_endpoint) are kept connected. With "
+        "keeps retrying. The outbound MCP endpoints (add_mcp_endpoint) are kept connected, and the "
+        "automations run unless AUTOMATIONS_IN_PROCESS=0. With "
         "DEVICE_MQTT_ENDPOINT set, also the device listener, where stock xiaozhi devices in MQTT "
         "mode connect."
     )
@@ -82,6 +83,12 @@ class Command(BaseCommand):
 
         endpoints = Supervisor()  # the outbound MCP endpoints, let go on the shutdown path
         before_stop.append(endpoints.stop)
+        engine = None
+        if settings.AUTOMATIONS_IN_PROCESS:
+            from automations.engine.runner import Engine
+
+            engine = Engine()  # the automations, let go on the shutdown path
+            before_stop.append(engine.stop)
         from devices.xiaozhi.mqtt.credentials import EndpointError
         from devices.xiaozhi.mqtt.listener import DeviceListener
 
@@ -94,6 +101,8 @@ class Command(BaseCommand):
             loop = asyncio.get_event_loop()
             loop.call_soon(lambda: asyncio.ensure_future(registry.start()))
             loop.call_soon(lambda: asyncio.ensure_future(endpoints.start()))
+            if engine is not None:
+                loop.call_soon(lambda: asyncio.ensure_future(engine.start()))
             if worker is not None:
                 loop.call_soon(lambda: asyncio.ensure_future(worker.start()))
                 stop_worker = lambda: defer.Deferred.fromFuture(asyncio.ensure_future(worker.stop()))  # noqa: E731
