@@ -156,6 +156,7 @@ class PlannedAction(TypedDict, total=False):
 class DryFiring(TypedDict):
     at: str
     trigger: dict[str, Any]
+    caused_by: str | None  # the automation whose run made the change that fired it
     conditions: list[dict[str, Any]]  # each with "ok" and "why"
     ran: bool  # every condition held: the actions would have run
     actions: list[PlannedAction]
