@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from audit.services import record_event
 from automations.announce import announce_automation_change
+from automations.automation_selectors import version_definition
 from automations.errors import AutomationError, AutomationNotFound
 from automations.models import Automation, AutomationVersion
 from automations.validation import validate
@@ -89,11 +90,7 @@ def save_automation(
 def restore_version(name: str, number: int, *, actor: str, interface: str, user: Any = None) -> Automation:
     """Save version `number` of automation `name` again, as a new version (checked again against
     the home as it is now)."""
-    found = (
-        AutomationVersion.objects.filter(automation__name=name, number=number)
-        .values_list("definition", flat=True)
-        .first()
-    )
+    found = version_definition(name, number)
     if found is None:
         if not Automation.objects.filter(name=name).exists():
             raise AutomationNotFound(name)
@@ -104,12 +101,13 @@ def restore_version(name: str, number: int, *, actor: str, interface: str, user:
 def set_enabled(
     name: str, enabled: bool, *, user: Any, actor: str, interface: str, version: int | None = None
 ) -> Automation:
-    """Enable or disable automation `name`, by an owner (`user`, who becomes the one whose
-    rights its runs act with); AutomationError for anyone else. `version`: refused when the
-    automation is no longer at that version (what the owner approved is not what would run).
-    Enabling checks the definition again against the home as it is now."""
-    if not is_owner(user):
-        raise AutomationError("Only an owner may enable or disable an automation.")
+    """Enable automation `name`, by an owner (`user`, who becomes the one whose rights its runs
+    act with; AutomationError for anyone else), or disable it (whoever the door lets write
+    automations: disabling only stops runs). `version`: refused when the automation is no
+    longer at that version (what the owner approved is not what would run). Enabling checks
+    the definition again against the home as it is now."""
+    if enabled and not is_owner(user):
+        raise AutomationError("Only an owner may enable an automation.")
     with transaction.atomic():
         row = Automation.objects.select_for_update().filter(name=name).first()
         if row is None:

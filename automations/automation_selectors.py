@@ -4,6 +4,7 @@ automation with its versions and latest runs, and runs with their traces."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -93,6 +94,15 @@ def _runs(runs: QuerySet[AutomationRun], limit: int) -> list[AutomationRunOut]:
     ]
 
 
+def automation_row(row: Automation) -> AutomationRow:
+    """One automation as the list shows it (after a write)."""
+    last = AutomationRun.objects.filter(automation=row).order_by("-started_at", "-id").first()
+    brief: RunBrief | None = (
+        None if last is None else {"started_at": last.started_at.isoformat(), "status": last.status}
+    )
+    return _row(row, brief, timezone.now())
+
+
 def _row(row: Automation, last: RunBrief | None, now: datetime) -> AutomationRow:
     return {
         "name": row.name,
@@ -116,3 +126,13 @@ def next_run(row: Automation, now: datetime) -> str | None:
     except (DefinitionError, schedules.ScheduleError):
         return None
     return min(moments).isoformat() if moments else None
+
+
+def version_definition(name: str, number: int) -> dict[str, Any] | None:
+    """The definition automation `name` was saved with as version `number`."""
+    found: dict[str, Any] | None = (
+        AutomationVersion.objects.filter(automation__name=name, number=number)
+        .values_list("definition", flat=True)
+        .first()
+    )
+    return found

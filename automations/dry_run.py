@@ -10,6 +10,7 @@ when they held, what each action would have done.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
@@ -162,3 +163,21 @@ def _scene_steps(name: str) -> list[ToolCallOut]:
         {"tool": LIGHT_TOOL, "arguments": {"name": light, "on": on}} for light, on in scene.lights.items()
     ]
     return steps + [{"tool": c["tool"], "arguments": c.get("arguments", {})} for c in scene.tool_calls]
+
+
+def described(out: DryRunOut) -> str:
+    """A dry run in words, for a person deciding whether to let the automation run."""
+    lines = [
+        f"From {out['from'][:16]} to {out['to'][:16]}: {len(out['fired'])} firing(s)"
+        f"{' (more not shown)' if out['truncated'] else ''}, {out['changes_replayed']} change(s) replayed."
+    ]
+    for firing in out["fired"]:
+        trigger = firing["trigger"].get("type", "?")
+        failed = [c["why"] for c in firing["conditions"] if not c["ok"]]
+        outcome = "would run" if firing["ran"] else "conditions not met (" + "; ".join(failed) + ")"
+        lines.append(f"{firing['at'][:19]}  {trigger}: {outcome}")
+    ran = next((f["actions"] for f in out["fired"] if f["ran"]), None)
+    if ran:
+        lines.append("Each run would do:")
+        lines += [f"  {json.dumps(action, ensure_ascii=False)}" for action in ran]
+    return "\n".join(lines)

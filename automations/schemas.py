@@ -175,3 +175,14 @@ DryRunOut = TypedDict(
         "truncated": bool,  # more firings than reported
     },
 )
+
+
+class ValidationOut(TypedDict):
+    valid: bool
+    errors: list[str]  # each naming its field
+    definition: dict[str, Any] | None  # as it would be saved (defaults filled in)
+
+
+class Deleted(TypedDict):
+    name: str
+    deleted: bool
