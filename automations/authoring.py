@@ -87,15 +87,23 @@ def save_automation(
     return row
 
 
-def restore_version(name: str, number: int, *, actor: str, interface: str, user: Any = None) -> Automation:
+def restore_version(
+    name: str,
+    number: int,
+    *,
+    actor: str,
+    interface: str,
+    user: Any = None,
+    scopes: frozenset[str] | None = None,
+) -> Automation:
     """Save version `number` of automation `name` again, as a new version (checked again against
-    the home as it is now)."""
+    the home as it is now, and the author's `scopes`, as any save)."""
     found = version_definition(name, number)
     if found is None:
         if not Automation.objects.filter(name=name).exists():
             raise AutomationNotFound(name)
         raise AutomationError(f"Automation '{name}' has no version {number}.")
-    return save_automation(dict(found), actor=actor, interface=interface, user=user)
+    return save_automation(dict(found), actor=actor, interface=interface, scopes=scopes, user=user)
 
 
 def set_enabled(
