@@ -255,7 +255,8 @@ def automation_set_enabled(args: SetEnabledInput, ctx: ToolContext) -> Automatio
     if args.enabled:
         if ctx.approved_by is None:
             raise ToolError("Enabling needs an owner: approve it on the hub, or enable it on the dashboard.")
-        approver = get_user_model().objects.filter(username=ctx.approved_by).first()
+        accounts = get_user_model()
+        approver = accounts.objects.filter(**{accounts.USERNAME_FIELD: ctx.approved_by}).first()
     try:
         row = authoring.set_enabled(
             args.name,

@@ -18,8 +18,10 @@ from audit.models import Event
 from automations import authoring
 from automations.models import Automation
 from common import roles
+from mcp_endpoint.auth.tokens import create_token
 from mcp_endpoint.controls import confirmation
 from mcp_endpoint.engine.pipeline import InsufficientScope, call_tool
+from mcp_endpoint.engine.registry import registry
 from mcp_endpoint.engine.tools import Caller, ToolContext
 from tests.mcp_helpers import Peer
 
@@ -173,3 +175,36 @@ def test_enabling_by_a_token_waits_for_an_owner_who_sees_the_definition_and_its_
         ToolContext(caller=TOKEN),
     )
     assert not off.is_error and not Automation.objects.get().enabled
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_tokens_enabling_over_rest_waits_for_the_owner_too(home, django_user_model, client):
+    owner = django_user_model.objects.create_user("olga", password="pw-for-tests-only")
+    roles.assign(owner, roles.OWNER)
+    authoring.save_automation(DEFINITION, actor="token:helper", interface="mcp-http")
+    token = create_token("script", ["read", "control", "automations"], actor="test", interface="system")[1]
+    seen: list[str] = []
+    decided: list[int] = []
+    owner_thread = owner_on_the_request_page(owner, seen, decided)
+    enabled = client.post(
+        f"/api/automations/{DEFINITION['name']}/enable",
+        {"version": 1},
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
+    owner_thread.join()
+    assert enabled.status_code == 200, enabled.content
+    assert enabled.json()["enabled"] and enabled.json()["enabled_by"] == "olga"
+    assert "Definition (version 1)" in seen[0]
+
+
+def test_which_automation_calls_by_a_token_wait_for_an_owner():
+    def waits(name: str, arguments: dict[str, Any]) -> bool:
+        found = registry.get(name)
+        assert found is not None
+        return confirmation.required(found, arguments, TOKEN)
+
+    assert waits("automation_set_enabled", {"name": "n", "enabled": True, "version": 1})
+    assert not waits("automation_set_enabled", {"name": "n", "enabled": False, "version": 1})
+    assert waits("automation_delete", {"name": "n"})  # its versions go with it
+    assert not waits("automation_save", {"definition": DEFINITION})  # saved disabled
