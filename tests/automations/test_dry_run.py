@@ -15,6 +15,8 @@ from automations.errors import AutomationError
 from automations.history import changes_between
 from automations.models import Automation
 from automations.services import save_scene
+from devices.agents import services as agent_services
+from devices.agents.models import Agent
 from devices.home import services as home_services
 from devices.home.models import Light
 from devices.telemetry.models import Sensor, TelemetryReading
@@ -179,3 +181,27 @@ def test_the_work_is_bounded_and_nothing_changes(home):
         dry_run(every_minute, days=32, now=NOW)
     assert Event.objects.count() == events and list(Light.objects.values_list("name", "on")) == lights
     assert not Automation.objects.exists()
+
+
+def test_agents_coming_and_going_and_the_alarm_are_read_from_the_audit_trail(home, settings):
+    settings.HOMEHUB_LOCATION = "40.4,-3.7"
+    Agent.objects.create(agent_id="esp-1", name="ESP", approved=True)
+    happened(at(days=2), home_services.set_alarm_state, True)
+    agent_services.agent_connected("esp-1", "s1", {})
+    Event.objects.filter(pk=Event.objects.latest("id").pk).update(at=at(hours=10))
+    agent_services.agent_disconnected("esp-1", "s1")
+    Event.objects.filter(pk=Event.objects.latest("id").pk).update(at=at(hours=2))
+    data = {
+        "name": "Device lost while armed",
+        "triggers": [
+            {"type": "agent", "agent": "esp-1", "to": "offline"},
+            {"type": "sun", "event": "sunrise"},
+        ],
+        "conditions": [{"type": "alarm", "armed": True}],
+        "actions": [{"notify": "esp-1 went away"}],
+    }
+    out = dry_run(data, days=1, now=NOW)
+    fired = [(f["trigger"]["type"], f["ran"]) for f in out["fired"]]
+    assert fired == [("sun", True), ("agent", True)]  # sunrise in Madrid, then the device left
+    assert out["fired"][1]["at"] == at(hours=2).isoformat()
+    assert out["fired"][0]["at"].startswith("2026-11-20T")
