@@ -8,6 +8,7 @@ naming its field.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,7 +138,7 @@ def _reference(where: str, item: Any, known: _Known) -> list[str]:
     return [f"{where}.{field}: {problem}" for field, problem in problems if problem]
 
 
-def _schedule_problem(check: Any) -> str | None:
+def _schedule_problem(check: Callable[[], object]) -> str | None:
     try:
         check()
     except schedules.ScheduleError as exc:
