@@ -1,16 +1,32 @@
 """Admin for rooms, which room each light and agent is in, the sensor zones' table and scenes;
 every add, edit and delete is audited (`AuditedAdmin`). A scene's lights are checked on save
-as its service checks them."""
+as its service checks them. Automations are read here (each version and run inline); they are
+enabled, disabled and deleted through `automations.authoring` (the admin's actions), which
+audits each change and tells the engine."""
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 from audit.admin import AuditedAdmin
-from automations import services
-from automations.errors import SceneError
-from automations.models import Room, RoomAgent, RoomLight, Scene, ZoneRoom
+from audit.models import Event
+from automations import authoring, services
+from automations.errors import AutomationError, SceneError
+from automations.models import (
+    Automation,
+    AutomationRun,
+    AutomationVersion,
+    Room,
+    RoomAgent,
+    RoomLight,
+    Scene,
+    ZoneRoom,
+)
 from automations.notifications.models import Notification, NotifyTarget
 from devices.home.models import Light
 
@@ -97,3 +113,95 @@ class NotificationAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False
+
+
+class ReadOnlyInline(admin.TabularInline):
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class VersionInline(ReadOnlyInline):
+    model = AutomationVersion
+    fields = ("number", "definition", "actor", "interface", "saved_at")
+    readonly_fields = fields
+
+
+class RunInline(ReadOnlyInline):
+    model = AutomationRun
+    fields = ("started_at", "finished_at", "status", "version", "trigger", "trace")
+    readonly_fields = fields
+    max_num = 0  # no empty forms
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AutomationRun]:
+        return super().get_queryset(request).order_by("-started_at")
+
+
+@admin.register(Automation)
+class AutomationAdmin(admin.ModelAdmin):
+    """Read-only, but for the actions, which go through `automations.authoring`."""
+
+    list_display = ["name", "enabled", "version", "enabled_by", "enabled_at", "updated_at"]
+    list_filter = ["enabled"]
+    search_fields = ["name"]
+    readonly_fields = [
+        "name",
+        "definition",
+        "version",
+        "enabled",
+        "enabled_by",
+        "enabled_at",
+        "holder",
+        "held_until",
+        "state",
+    ]
+    inlines = [VersionInline, RunInline]
+    actions = ["enable", "disable", "delete_through_authoring"]
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    def _each(
+        self, request: HttpRequest, queryset: QuerySet[Automation], change: Callable[[str], Any], done: str
+    ) -> None:
+        for name in queryset.values_list("name", flat=True):
+            try:
+                change(name)
+            except AutomationError as exc:
+                self.message_user(request, f"{name}: {exc}", messages.ERROR)
+            else:
+                self.message_user(request, f"{name}: {done}.")
+
+    @admin.action(description="Enable (its runs act with your rights)")
+    def enable(self, request: HttpRequest, queryset: QuerySet[Automation]) -> None:
+        self._each(request, queryset, partial(self._switch, request, True), "enabled")
+
+    @admin.action(description="Disable")
+    def disable(self, request: HttpRequest, queryset: QuerySet[Automation]) -> None:
+        self._each(request, queryset, partial(self._switch, request, False), "disabled")
+
+    @staticmethod
+    def _switch(request: HttpRequest, enabled: bool, name: str) -> None:
+        actor = request.user.get_username()
+        authoring.set_enabled(name, enabled, user=request.user, actor=actor, interface=Event.Interface.ADMIN)
+
+    @admin.action(description="Delete, with versions and runs")
+    def delete_through_authoring(self, request: HttpRequest, queryset: QuerySet[Automation]) -> None:
+        actor = request.user.get_username()
+        self._each(
+            request,
+            queryset,
+            lambda name: authoring.delete_automation(name, actor=actor, interface=Event.Interface.ADMIN),
+            "deleted",
+        )

@@ -13,6 +13,10 @@ class AutomationsConfig(AppConfig):
     def ready(self) -> None:
         from automations import seeding
         from automations.notifications import receivers  # noqa: F401  (notices of pending approvals)
+        from automations.resources import WRITE_AUTOMATION, AutomationResources
         from devices.home.signals import home_seeded
+        from mcp_endpoint.engine.providers import resources
 
         home_seeded.connect(seeding.rooms_for_seeded_lights, dispatch_uid="automations.rooms")
+        resources.add_provider(AutomationResources())
+        resources.add_prompt(WRITE_AUTOMATION)

@@ -61,7 +61,8 @@ def request_page(request: HttpRequest, pk: int) -> HttpResponse:
         if request.POST.get("back") == "request":
             return redirect("dashboard:request", pk)
         return redirect("dashboard:requests")
-    context = {"page": "requests", "req": row, "waiting": confirmation.is_open(row)}
+    details = confirmation.request_detail(registry.get_declared(row.tool), row.arguments)
+    context = {"page": "requests", "req": row, "waiting": confirmation.is_open(row), "details": details}
     return render(request, "dashboard/request.html", context)
 
 

@@ -90,6 +90,9 @@ TOOLS = [
     "list_agents",
     "scene_save",
     "scene_activate",
+    "automation_validate",
+    "automation_dry_run",
+    "automation_save",
     "no_such_tool",
 ]
 params = st.one_of(
@@ -100,7 +103,10 @@ params = st.one_of(
             "name": st.one_of(st.sampled_from(TOOLS), json_values),
             "arguments": json_values,
             "cursor": json_values,
-            "uri": st.one_of(st.sampled_from(["home://state", "home://lights/salon"]), json_values),
+            "uri": st.one_of(
+                st.sampled_from(["home://state", "home://lights/salon", "homehub://automations/schema"]),
+                json_values,
+            ),
             "level": json_values,
             "requestId": request_ids,
             "ref": json_values,

@@ -74,6 +74,7 @@ Kind = PendingConfirmation.Kind
 class Verdict:
     approved: bool
     how: str  # "approved by ana on the dashboard", "declined in the client"...
+    by: str | None = None  # the account of the person on the hub who approved it
 
 
 def dangerous(tool: Tool, arguments: Any) -> bool:
@@ -275,7 +276,7 @@ async def _wait(
         decision, by = await _decision(pk)
         if decision == Decision.APPROVED:
             if await _consume(pk, tool, digest):
-                return Verdict(True, f"approved by {by} on the dashboard")
+                return Verdict(True, f"approved by {by} on the dashboard", by=by)
             return Verdict(False, f"approved by {by}, but that approval was used already")
         if decision == Decision.DENIED:
             return Verdict(False, f"denied by {by} on the dashboard")
@@ -393,6 +394,19 @@ def decide(pk: int, *, approve: bool, by: str) -> bool:
 
 def _announce() -> None:
     announce(REQUESTS_GROUP, {"type": REQUESTS_CHANGED})
+
+
+def request_detail(tool: Tool | None, arguments: Any) -> list[tuple[str, str]]:
+    """What the tool shows the person deciding its call besides the arguments (its
+    `request_detail`: e.g. the automation a call would enable, and its dry run), as (heading,
+    text) sections; a detail that cannot be made is said so, and the arguments still stand."""
+    if tool is None or tool.request_detail is None:
+        return []
+    try:
+        return tool.request_detail(tool.parse_arguments(arguments))
+    except Exception as exc:  # whatever the app's detail raises: the page must still show
+        logger.warning("the detail of a request for %s failed: %s", tool.name, type(exc).__name__)
+        return [("Detail", f"It could not be shown: {exc}")]
 
 
 def request(pk: int) -> PendingConfirmation | None:

@@ -105,7 +105,8 @@ async def call_tool(
         refused = ToolResult(is_error=True, text=refusal.message, reason=refusal, confirmation=verdict.how)
         await _observe(tools, caller, tool, arguments, refused, 0.0)
         return refused
-    ctx = replace(ctx, confirmer=partial(_confirm_on_behalf, gate))
+    approved_by = verdict.by if verdict is not None else None
+    ctx = replace(ctx, confirmer=partial(_confirm_on_behalf, gate), approved_by=approved_by)
     started = time.perf_counter()
     try:
         outcome = await run_tool(tool, arguments, ctx)

@@ -128,6 +128,9 @@ class ToolContext:
     send_notification: NotificationSender = _no_notification
     # Set by the pipeline for each call (`pipeline.call_tool`): what `confirm` asks.
     confirmer: Confirmer = _cannot_confirm
+    # Set by the pipeline: the account of the person on the hub who approved this call, when
+    # it waited for one (a tool that acts with the approver's rights learns whose they are).
+    approved_by: str | None = None
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
@@ -243,6 +246,8 @@ class ToolOptions(TypedDict, total=False):
     output: type[BaseModel]
     # Of a destructive tool, which calls are dangerous (`Tool.dangerous_when`).
     dangerous_when: Callable[[Any], bool]
+    # What the person deciding a call is shown besides its arguments (`Tool.request_detail`).
+    request_detail: Callable[[Any], list[tuple[str, str]]]
 
 
 @dataclass
@@ -268,6 +273,10 @@ class Tool:
     # Which calls of a destructive tool are dangerous, from the parsed arguments (disarming
     # the alarm is, arming it is not); None: all of them.
     dangerous_when: Callable[[Any], bool] | None = None
+    # From the parsed arguments, what the person deciding a call on the hub is shown besides
+    # them, as (heading, text) sections: what the arguments only name (the definition an
+    # automation's enabling would let run). May use the ORM (the request's page is a sync view).
+    request_detail: Callable[[Any], list[tuple[str, str]]] | None = None
     # Arguments mirrored in `Mcp-Param-<name>` HTTP headers (SEP-2243), by header name: the path
     # of the argument in `arguments`. Read from the input schema's `x-mcp-header` annotations.
     header_params: dict[str, tuple[str, ...]] = field(init=False, default_factory=dict)
@@ -321,6 +330,7 @@ class Tool:
                 "openWorldHint": options.get("open_world", False),
             },
             dangerous_when=options.get("dangerous_when"),
+            request_detail=options.get("request_detail"),
         )
 
     def definition(self) -> dict[str, Any]:
