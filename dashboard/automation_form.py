@@ -51,12 +51,12 @@ def definition_from_post(post: QueryDict) -> Posted:
     raw = _text(post, "definition_json")
     if raw:
         try:
-            data = json.loads(raw)
+            given = json.loads(raw)
         except ValueError as exc:
             return Posted(None, [f"definition: not JSON ({exc})"], from_json=True)
-        return Posted(data if isinstance(data, dict) else None, [] if isinstance(data, dict) else [
-            "definition: must be a JSON object"
-        ], from_json=True)
+        if not isinstance(given, dict):
+            return Posted(None, ["definition: must be a JSON object"], from_json=True)
+        return Posted(given, from_json=True)
     errors: list[str] = []
     data: dict[str, Any] = {"name": _text(post, "name")}
     if _text(post, "description"):
@@ -136,7 +136,10 @@ def _actions(post: QueryDict, errors: list[str]) -> tuple[list[dict[str, Any]], 
         elif kind == "scene":
             action = {"scene": _text(post, f"action_{row}_scene")}
         else:
-            action = {"notify": _text(post, f"action_{row}_notify"), "level": _text(post, f"action_{row}_level")}
+            action = {
+                "notify": _text(post, f"action_{row}_notify"),
+                "level": _text(post, f"action_{row}_level"),
+            }
             if _text(post, f"action_{row}_title"):
                 action["title"] = _text(post, f"action_{row}_title")
         actions.append(action)
@@ -163,7 +166,10 @@ def fields_from_definition(definition: dict[str, Any]) -> dict[str, Any] | None:
     triggers, actions = definition.get("triggers", []), definition.get("actions", [])
     if len(triggers) != 1 or len(actions) > ACTION_ROWS:
         return None
-    fields: dict[str, Any] = {"name": definition.get("name", ""), "description": definition.get("description", "")}
+    fields: dict[str, Any] = {
+        "name": definition.get("name", ""),
+        "description": definition.get("description", ""),
+    }
     trigger = _trigger_fields(triggers[0])
     conditions = _condition_fields(definition.get("conditions", []))
     if trigger is None or conditions is None:
@@ -271,4 +277,3 @@ def placed_errors(errors: list[str], action_rows: list[int]) -> dict[str, list[s
                 where = f"action_{action_rows[int(index)]}"
         placed.setdefault(where, []).append(error)
     return placed
-

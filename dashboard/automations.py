@@ -21,8 +21,8 @@ from automations import authoring, selectors
 from automations.automation_selectors import automation_detail, automation_list
 from automations.definition import WEEKDAYS
 from automations.dry_run import DAYS_MAX, dry_run
-from automations.schemas import DryRunOut
 from automations.errors import AutomationError, DefinitionError
+from automations.schemas import DryRunOut
 from common import roles
 from dashboard import automation_form
 from dashboard.access import role_required
@@ -45,7 +45,9 @@ def _page(name: str) -> str:
 @require_GET
 @role_required(roles.SEE_HOME)
 def automations(request: HttpRequest) -> HttpResponse:
-    return render(request, "dashboard/automations.html", {"page": "automations", "automations": automation_list()})
+    return render(
+        request, "dashboard/automations.html", {"page": "automations", "automations": automation_list()}
+    )
 
 
 @require_GET
@@ -64,7 +66,8 @@ def automation(request: HttpRequest) -> HttpResponse:
             "runs": runs,
             "definition": json.dumps(found["definition"], indent=2, ensure_ascii=False),
             "versions": [
-                {**v, "json": json.dumps(v["definition"], indent=2, ensure_ascii=False)} for v in found["versions"]
+                {**v, "json": json.dumps(v["definition"], indent=2, ensure_ascii=False)}
+                for v in found["versions"]
             ],
         },
     )
@@ -81,15 +84,24 @@ def trace_steps(trace: list[Any]) -> list[dict[str, Any]]:
             steps.append({"kind": "trigger", "text": _json(entry["trigger"]), "ok": None})
         elif "action" in entry:
             said = entry.get("error") if entry.get("ok") is False else entry.get("result")
-            steps.append({"kind": "action", "text": str(entry["action"]), "said": said or "", "ok": entry.get("ok")})
+            steps.append(
+                {"kind": "action", "text": str(entry["action"]), "said": said or "", "ok": entry.get("ok")}
+            )
         elif "condition" in entry:
             steps.append(
-                {"kind": "condition", "text": _json(entry["condition"]), "said": entry.get("why", ""), "ok": entry.get("ok")}
+                {
+                    "kind": "condition",
+                    "text": _json(entry["condition"]),
+                    "said": entry.get("why", ""),
+                    "ok": entry.get("ok"),
+                }
             )
         elif "stopped" in entry:
             steps.append({"kind": "stopped", "text": str(entry["stopped"]), "ok": False})
         else:
-            steps.append({"kind": "step", "text": _json(entry), "said": entry.get("error", ""), "ok": entry.get("ok")})
+            steps.append(
+                {"kind": "step", "text": _json(entry), "said": entry.get("error", ""), "ok": entry.get("ok")}
+            )
     return steps
 
 
@@ -111,7 +123,9 @@ def editor(request: HttpRequest) -> HttpResponse:
         definition_json = ""
         if found and fields is None:
             definition_json = json.dumps(found["definition"], indent=2, ensure_ascii=False)
-        return _editor(request, fields or {"trigger_type": "light"}, definition_json=definition_json, editing=found)
+        return _editor(
+            request, fields or {"trigger_type": "light"}, definition_json=definition_json, editing=found
+        )
     posted = automation_form.definition_from_post(request.POST)
     fields = automation_form.fields_from_post(request.POST)
     context: dict[str, Any] = {"definition_json": request.POST.get("definition_json", "")}
@@ -119,7 +133,9 @@ def editor(request: HttpRequest) -> HttpResponse:
     if posted.data is not None:
         try:
             if "dry_run" in request.POST:
-                context["dry_run"] = _shown(dry_run(posted.data, _days(request), scopes=_author_scopes(request)))
+                context["dry_run"] = _shown(
+                    dry_run(posted.data, _days(request), scopes=_author_scopes(request))
+                )
             else:
                 row = authoring.save_automation(
                     posted.data,
@@ -145,7 +161,10 @@ def editor(request: HttpRequest) -> HttpResponse:
 def _shown(out: DryRunOut) -> dict[str, Any]:
     """A dry run with each tool action's arguments as JSON, for the page."""
     fired = [
-        {**firing, "actions": [{**a, "arguments_json": _json(a.get("arguments", {}))} for a in firing["actions"]]}
+        {
+            **firing,
+            "actions": [{**a, "arguments_json": _json(a.get("arguments", {}))} for a in firing["actions"]],
+        }
         for firing in out["fired"]
     ]
     return {**out, "fired": fired}

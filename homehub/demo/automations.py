@@ -27,32 +27,39 @@ def _lights(on: bool) -> list[dict[str, Any]]:
     return [{"tool": "set_light_state", "arguments": {"name": name, "on": on}} for name, _, _ in LIGHTS]
 
 
-INTRUDER = {
+INTRUDER: dict[str, Any] = {
     "name": "Intruder while armed",
     "description": "Someone moves in the living room while the alarm is armed: an alarm "
     "notification and every light on.",
     "triggers": [{"type": "sensor", "zone": "living_room", "channel": "presence", "above": 0.5}],
     "conditions": [{"type": "alarm", "armed": True}],
     "actions": [
-        {"notify": "Movement in the living room while the alarm is armed.", "title": "Intruder?", "level": "alarm"},
+        {
+            "notify": "Movement in the living room while the alarm is armed.",
+            "title": "Intruder?",
+            "level": "alarm",
+        },
         *_lights(True),
     ],
 }
-LAST_ONE_OUT = {
+LAST_ONE_OUT: dict[str, Any] = {
     "name": "Last one out",
     "description": "When everyone is away: arm the alarm and switch every light off.",
     "triggers": [{"type": "presence", "who": "everyone", "to": "away"}],
     "actions": [{"tool": "set_alarm_state", "arguments": {"armed": True}}, *_lights(False)],
 }
-STUFFY_AIR = {
+STUFFY_AIR: dict[str, Any] = {
     "name": "Stuffy air",
     "description": "CO2 above 1000 ppm for five minutes in a room: time to open a window.",
     "triggers": [
-        {"type": "sensor", "zone": zone, "channel": "co2", "above": 1000, "for_seconds": 300} for zone in ZONES
+        {"type": "sensor", "zone": zone, "channel": "co2", "above": 1000, "for_seconds": 300}
+        for zone in ZONES
     ],
-    "actions": [{"notify": "CO2 has been above 1000 ppm for five minutes: open a window.", "title": "Stuffy air"}],
+    "actions": [
+        {"notify": "CO2 has been above 1000 ppm for five minutes: open a window.", "title": "Stuffy air"}
+    ],
 }
-SUNSET_LIGHTS = {
+SUNSET_LIGHTS: dict[str, Any] = {
     "name": "Sunset lights",
     "description": "At sunset, the salon's light on.",
     "triggers": [{"type": "sun", "event": "sunset"}],

@@ -45,7 +45,9 @@ def client_configs(base: str, token: str) -> dict[str, dict]:
 
 def automation_lines(base: str, seeded: Seeded) -> list[str]:
     """Which automations the demo ships, who enabled them, and any it skipped with why."""
-    enabled = f"enabled by {seeded.owner}" if seeded.owner else "disabled: no owner account to enable them yet"
+    enabled = (
+        f"enabled by {seeded.owner}" if seeded.owner else "disabled: no owner account to enable them yet"
+    )
     lines = [f"  Automations: {', '.join(seeded.names)} ({enabled}; yours to edit at {base}/automations/)"]
     return lines + [f"               skipped {skipped}" for skipped in seeded.skipped]
 

@@ -110,9 +110,9 @@ def test_the_switch_enables_with_the_owners_rights_and_disables(client, home):
 
     client.post(ENABLE, {"name": NAME, "enabled": "off", "version": "1"})
     assert not Automation.objects.get().enabled
-    assert list(Event.objects.filter(action__startswith="automation.e").values_list("action", "interface")) == [
-        ("automation.enable", "dashboard")
-    ]
+    assert list(
+        Event.objects.filter(action__startswith="automation.e").values_list("action", "interface")
+    ) == [("automation.enable", "dashboard")]
 
 
 def test_a_stale_switch_is_refused_rather_than_enabling_another_definition(client, home):
@@ -199,6 +199,9 @@ def test_the_json_wins_over_the_fields_and_its_problems_are_shown_beside_it(clie
     )
     html = client.post(EDIT, form(definition_json=definition)).content.decode()
     assert "actions[1].scene: no scene named &#x27;Nope&#x27;" in html
+    for wrong, said in [("[1]", "definition: must be a JSON object"), ("{nope", "definition: not JSON")]:
+        html = client.post(EDIT, form(definition_json=wrong)).content.decode()
+        assert said in html and "{nope" not in html.split('id="a-json"')[0]
     assert not Automation.objects.exists()
 
     response = client.post(EDIT, form(definition_json=definition.replace(', {"scene": "Nope"}', "")))
@@ -213,7 +216,9 @@ def test_the_json_wins_over_the_fields_and_its_problems_are_shown_beside_it(clie
 def test_the_dry_run_shows_when_it_would_have_fired_and_saves_nothing(client, home):
     for hours, on in [(30, True), (29, False), (5, True)]:
         home_services.set_light_state("salon", on, actor="ana", interface="dashboard")
-        Event.objects.filter(pk=Event.objects.latest("id").pk).update(at=timezone.now() - timedelta(hours=hours))
+        Event.objects.filter(pk=Event.objects.latest("id").pk).update(
+            at=timezone.now() - timedelta(hours=hours)
+        )
     logged_in(client, "owner")
     html = client.post(EDIT, {**form(condition_alarm="armed"), "dry_run": "1"}).content.decode()
     assert "Dry run: 2 firings" in html
@@ -231,7 +236,7 @@ def test_restoring_a_version_saves_it_again_as_the_newest(client, home):
     saved({**SIMPLE, "triggers": [{"type": "time", "cron": "0 23 * * *"}]})
     logged_in(client, "owner")
     page = client.get("/automations/automation/", {"name": NAME}).content.decode()
-    assert 'data-version="2"' in page and "Restore<span class=\"sr-only\"> version 1</span>" in page
+    assert 'data-version="2"' in page and 'Restore<span class="sr-only"> version 1</span>' in page
     response = client.post("/automations/restore/", {"name": NAME, "number": "1"}, follow=True)
     assert "Version 1 of &#x27;Salon at night&#x27; restored as version 3." in response.content.decode()
     assert Automation.objects.get().definition["triggers"][0]["cron"] == "0 22 * * *"
