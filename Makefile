@@ -28,12 +28,13 @@ run: $(VENV)/.installed-run
 	$(BIN)/python manage.py ensure_admin --host $(HOST) --port $(PORT)
 	$(BIN)/python manage.py serve --host $(HOST) --port $(PORT)
 
-## demo: like run, with simulated ESP32 agents (WebSocket and MQTT) and a living home climate
+## demo: like run, with simulated ESP32 agents (WebSocket and MQTT), a living home climate and four
+## automations (the sunset one at Guatemala City's location unless HOMEHUB_LOCATION says otherwise)
 demo: $(VENV)/.installed-run
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py seed_home
 	$(BIN)/python manage.py ensure_admin --host $(HOST) --port $(PORT)
-	$(BIN)/python manage.py serve --demo --host $(HOST) --port $(PORT)
+	HOMEHUB_LOCATION="$${HOMEHUB_LOCATION:-14.63,-90.51}" $(BIN)/python manage.py serve --demo --host $(HOST) --port $(PORT)
 
 ## system-deps: Debian packages the tests need (installed only when missing)
 system-deps:

@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from dashboard import accounts, confirmations, invoices, notifications, oauth, scenes, views
+from dashboard import accounts, automations, confirmations, invoices, notifications, oauth, scenes, views
 
 app_name = "dashboard"
 
@@ -16,6 +16,12 @@ urlpatterns = [
     path("scenes/activate/", scenes.activate_scene, name="activate_scene"),
     path("scenes/save/", scenes.save_scene, name="save_scene"),
     path("scenes/delete/", scenes.delete_scene, name="delete_scene"),
+    path("automations/", automations.automations, name="automations"),
+    path("automations/automation/", automations.automation, name="automation"),
+    path("automations/edit/", automations.editor, name="automation_edit"),
+    path("automations/enabled/", automations.set_enabled, name="automation_enabled"),
+    path("automations/restore/", automations.restore, name="automation_restore"),
+    path("automations/delete/", automations.delete, name="automation_delete"),
     path("sensors/", views.sensors, name="sensors"),
     path(
         "sensors/<str:zone>/<str:device_type>/<str:device_id>/<str:channel>/",

@@ -12,6 +12,7 @@ from django.contrib.auth import get_user_model
 
 from devices.agents.models import Agent
 from homehub.admin_login import kept_password_file
+from homehub.demo.automations import Seeded
 from homehub.demo.broker import DemoBroker
 from homehub.demo.catalogue import DemoAgent
 
@@ -42,7 +43,16 @@ def client_configs(base: str, token: str) -> dict[str, dict]:
     return {"stdio": {"mcpServers": {"homehub": stdio}}, "http": {"mcpServers": {"homehub-demo": http}}}
 
 
-def banner(base: str, token: str, broker: DemoBroker, agents: list[DemoAgent]) -> str:
+def automation_lines(base: str, seeded: Seeded) -> list[str]:
+    """Which automations the demo ships, who enabled them, and any it skipped with why."""
+    enabled = (
+        f"enabled by {seeded.owner}" if seeded.owner else "disabled: no owner account to enable them yet"
+    )
+    lines = [f"  Automations: {', '.join(seeded.names)} ({enabled}; yours to edit at {base}/automations/)"]
+    return lines + [f"               skipped {skipped}" for skipped in seeded.skipped]
+
+
+def banner(base: str, token: str, broker: DemoBroker, agents: list[DemoAgent], automations: Seeded) -> str:
     ws = [a.agent_id for a in agents if a.transport == Agent.Transport.WS]
     mqtt = [a.agent_id for a in agents if a.transport == Agent.Transport.MQTT]
     if broker.url:
@@ -58,6 +68,7 @@ def banner(base: str, token: str, broker: DemoBroker, agents: list[DemoAgent]) -
             "HomeHub demo",
             f"  Dashboard:   {base}/   (log in as {login()})",
             f"  Agents:      WebSocket devices {', '.join(ws)}; {over_mqtt}",
+            *automation_lines(base, automations),
             f"  MCP token:   {token}   (all scopes; a new one at every start)",
             "  MCP client over Streamable HTTP (an `mcpServers` entry for Claude Code, Cursor...):",
             "    " + json.dumps(configs["http"]),

@@ -9,6 +9,7 @@ from django.utils import timezone
 from homehub.admin_login import local_url
 from homehub.demo import broker as brokers
 from homehub.demo.agents import DemoAgents
+from homehub.demo.automations import seed_automations
 from homehub.demo.banner import banner
 from homehub.demo.catalogue import AGENTS
 from homehub.demo.services import prepare
@@ -25,9 +26,10 @@ class Demo:
         tz = timezone.get_current_timezone()
         self.broker = brokers.find_or_start(settings.MQTT_URL)
         tokens, mcp_token = prepare(AGENTS, tz)
+        automations = seed_automations()  # after `prepare`: they name its sensor zones
         device_url = self.base.replace("http://", "ws://") + "/ws/devices/"
         self._agents = DemoAgents(AGENTS, tokens, device_url, self.broker.address, tz)
-        return banner(self.base, mcp_token, self.broker, AGENTS)
+        return banner(self.base, mcp_token, self.broker, AGENTS, automations)
 
     def start(self) -> None:
         assert self._agents is not None, "prepare() first"

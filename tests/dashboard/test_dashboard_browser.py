@@ -374,6 +374,8 @@ PHONE_PAGES = {
     "confirm-disarm": "/alarm/",
     "connected-apps": "/connected-apps/",
     "requests": "/requests/",
+    "automations": "/automations/",
+    "automation-editor": "/automations/edit/",
 }
 
 

@@ -57,6 +57,7 @@ def logged_in(client, role: str):
 PAGES = [
     ("/", "guest"),
     ("/sensors/", "guest"),
+    ("/automations/", "guest"),
     ("/alarm/", "member"),
     ("/devices/", "member"),
     ("/invoices/", "member"),

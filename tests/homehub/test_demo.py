@@ -57,6 +57,7 @@ def test_the_demo_lives_answers_an_llm_and_stops_on_ctrl_c(live_env):
         token = re.search(r"MCP token:\s+(\S+)", banner).group(1)
         broker_url = re.search(r"on (mqtt://\S+) \(a private Mosquitto", banner).group(1)
         assert f"Dashboard:   {demo.base}/" in banner and '"mcpServers"' in banner
+        assert "Automations: Intruder while armed, Last one out, Stuffy air" in banner
 
         wait_until(
             lambda: Agent.objects.filter(agent_id__in=DEMO_IDS, online=True).count() == len(DEMO_IDS),

@@ -136,7 +136,22 @@
   }
 
   // --- forms ----------------------------------------------------------------------------
+  // The automation editor: of a kind's field groups ([data-kind-group] with [data-kind]), only
+  // the selected kind's shows (without script, all show and the server reads the selected one).
+  function kindSelects() {
+    document.querySelectorAll("[data-kind-select]").forEach(function (select) {
+      function show() {
+        document.querySelectorAll('[data-kind-group="' + CSS.escape(select.dataset.kindSelect) + '"]').forEach(function (group) {
+          group.hidden = group.dataset.kind !== select.value;
+        });
+      }
+      select.addEventListener("change", show);
+      show();
+    });
+  }
+
   function enhance() {
+    kindSelects();
     document.querySelectorAll("[data-light-form]").forEach(function (form) {
       form.addEventListener("submit", function (e) {
         e.preventDefault();
