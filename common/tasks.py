@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 logger = logging.getLogger(__name__)
 
@@ -83,3 +84,31 @@ _process = Tasks("background")
 def spawn(work: Awaitable[T]) -> asyncio.Future[T]:
     """Run `work` in the background for as long as it takes, whoever started it."""
     return _process.spawn(work)
+
+
+class Service(Protocol):
+    """A background service of the hub's (the automations engine, the outbound endpoints'
+    supervisor), which `serve` runs in its process and a command runs on its own."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+def run_until_signalled(make: Callable[[], Service]) -> None:
+    """Run the service `make` builds on an event loop of its own until SIGINT or SIGTERM, then
+    stop it (the commands that run one beside bare daphne)."""
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        service = make()
+        await service.start()
+        try:
+            await stop.wait()
+        finally:
+            await service.stop()
+
+    asyncio.run(main())

@@ -1,9 +1,7 @@
-import asyncio
-import signal
-
 from django.core.management.base import BaseCommand
 
 from automations.engine.runner import Engine
+from common.tasks import run_until_signalled
 
 
 class Command(BaseCommand):
@@ -14,17 +12,5 @@ class Command(BaseCommand):
     )
 
     def handle(self, *args: object, **options: object) -> None:
-        async def main() -> None:
-            stop = asyncio.Event()
-            loop = asyncio.get_running_loop()
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(signum, stop.set)
-            engine = Engine()
-            await engine.start()
-            try:
-                await stop.wait()
-            finally:
-                await engine.stop()
-
         self.stderr.write("Automations engine: running them; Ctrl-C to stop.")
-        asyncio.run(main())
+        run_until_signalled(Engine)

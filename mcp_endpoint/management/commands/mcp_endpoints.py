@@ -1,8 +1,6 @@
-import asyncio
-import signal
-
 from django.core.management.base import BaseCommand
 
+from common.tasks import run_until_signalled
 from mcp_endpoint.transports.outbound.supervisor import Supervisor
 
 
@@ -14,17 +12,5 @@ class Command(BaseCommand):
     )
 
     def handle(self, *args: object, **options: object) -> None:
-        async def main() -> None:
-            stop = asyncio.Event()
-            loop = asyncio.get_running_loop()
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(signum, stop.set)
-            supervisor = Supervisor()
-            await supervisor.start()
-            try:
-                await stop.wait()
-            finally:
-                await supervisor.stop()
-
         self.stderr.write("Outbound MCP endpoints: keeping them connected; Ctrl-C to stop.")
-        asyncio.run(main())
+        run_until_signalled(Supervisor)
