@@ -26,14 +26,18 @@ class Resource:
     name: str
     description: str
     mime_type: str = "application/json"
+    meta: dict[str, Any] | None = None  # its `_meta`, as an extension defines it
 
     def definition(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "uri": self.uri,
             "name": self.name,
             "description": self.description,
             "mimeType": self.mime_type,
         }
+        if self.meta:
+            data["_meta"] = self.meta
+        return data
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,7 @@ class ResourceContents:
     mime_type: str
     text: str | None = None
     blob: bytes | None = None
+    meta: dict[str, Any] | None = None  # the contents' `_meta`, as an extension defines it
 
     def as_mcp(self, uri: str) -> dict[str, Any]:
         data: dict[str, Any] = {"uri": uri, "mimeType": self.mime_type}
@@ -70,6 +75,8 @@ class ResourceContents:
             data["blob"] = base64.b64encode(self.blob).decode("ascii")
         else:
             data["text"] = self.text or ""
+        if self.meta:
+            data["_meta"] = self.meta
         return data
 
 
