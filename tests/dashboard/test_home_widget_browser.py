@@ -10,10 +10,7 @@ Screenshots land in artifacts/screenshots/ (CI keeps them)."""
 
 from __future__ import annotations
 
-import http.server
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -27,48 +24,26 @@ from devices.home.models import Light
 from devices.telemetry.models import TelemetryReading
 from tests.dashboard.test_dashboard_browser import SHOTS, browser, csp_violations  # noqa: F401 (fixtures)
 from tests.hub_support import running_hub
+from tests.mcp_endpoint.test_browser_clients import site
 from tests.mcp_endpoint.test_confirmation_live import answer_on_the_dashboard, owner, sdk_call  # noqa: F401
+from tests.mqtt_support import wait_until
 from tests.telemetry_support import store_readings
 
 pytestmark = [pytest.mark.browser, pytest.mark.live]
 HOST_PAGE = (Path(__file__).with_name("mcp_apps_host.html")).read_bytes()
 
 
-class _HostPage(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("content-type", "text/html; charset=utf-8")
-        self.send_header("content-length", str(len(HOST_PAGE)))
-        self.end_headers()
-        self.wfile.write(HOST_PAGE)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
 def host_site() -> Iterator[str]:
     """The host's own origin (a loopback address other than the hub's)."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.3", 0), _HostPage)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.3:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with site("127.0.0.3", HOST_PAGE) as origin:
+        yield origin
 
 
 @pytest.fixture
 def hub(live_env, host_site, owner):  # noqa: F811
     with running_hub(live_env, MCP_ALLOWED_ORIGINS=host_site, MCP_RATE_LIMIT="0") as process:
         yield process.base
-
-
-def eventually(check: Callable[[], bool], timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "not within the time"
-        time.sleep(0.1)
 
 
 def open_host(browser, host_site: str, hub: str, token: str, *, locale: str, **context):  # noqa: F811
@@ -115,7 +90,7 @@ def test_the_view_switches_a_light_follows_the_home_waits_for_the_owner_and_spea
     assert "Temperature" in living_room.inner_text() and "21.6 °C" in living_room.inner_text()
 
     kitchen.click()  # through the host's bridge to the hub's tools/call
-    eventually(lambda: kitchen.get_attribute("aria-checked") == "true")
+    wait_until(lambda: kitchen.get_attribute("aria-checked") == "true")
     assert Light.objects.get(name="cocina").on is True
     assert Event.objects.filter(action="light.set", actor="assistant").exists()
 
@@ -124,16 +99,16 @@ def test_the_view_switches_a_light_follows_the_home_waits_for_the_owner_and_spea
     with ThreadPoolExecutor(1) as other_client:
         other_client.submit(sdk_call, hub, token, "set_light_state", {"name": "salon", "on": True}).result()
     salon = view.get_by_role("switch", name="Salón")
-    eventually(lambda: salon.get_attribute("aria-checked") == "true")
+    wait_until(lambda: salon.get_attribute("aria-checked") == "true")
     page.screenshot(path=str(SHOTS / "mcp-app-home.png"), full_page=True)
 
     # Disarming from the view is a token's dangerous call: it waits for the owner on the hub.
     view.get_by_role("button", name="Disarm").click()
-    eventually(lambda: "owner's approval" in view.locator("#status").inner_text())
+    wait_until(lambda: "owner's approval" in view.locator("#status").inner_text())
     assert selectors.get_alarm_status()["armed"] is True
     with ThreadPoolExecutor(1) as owner_browser:
         owner_browser.submit(answer_on_the_dashboard, hub, "approve").result()
-    eventually(lambda: view.locator("#alarm-state").inner_text() == "Disarmed")
+    wait_until(lambda: view.locator("#alarm-state").inner_text() == "Disarmed")
     assert selectors.get_alarm_status()["armed"] is False
 
     said = [entry["method"] for entry in page.evaluate("window.hostLog")]
@@ -154,7 +129,7 @@ def test_the_view_switches_a_light_follows_the_home_waits_for_the_owner_and_spea
     assert view.locator("#alarm-state").inner_text() == "Desarmada"
     assert view.get_by_role("button", name="Armar").is_visible()
     kitchen.click()
-    eventually(lambda: "No se hizo" in view.locator("#status").inner_text())
+    wait_until(lambda: "No se hizo" in view.locator("#status").inner_text())
     assert "control" in view.locator("#status").inner_text()  # the hub's own refusal, naming the scope
     assert Light.objects.get(name="cocina").on is True
     phone.screenshot(path=str(SHOTS / "mcp-app-home-phone-es.png"), full_page=True)
