@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from mcp_endpoint.engine import jsonrpc
+from mcp_endpoint.engine.registry import ToolRegistry
 from tests.mcp_endpoint.test_mcp_engine import run
 from tests.mcp_helpers import Peer
 
@@ -76,4 +77,12 @@ def test_without_the_read_scope_there_is_neither_view_nor_tool(home):
 
     read, called = run(scenario)
     assert read["error"]["code"] == jsonrpc.INVALID_PARAMS
-    assert "error" in called or called["result"]["isError"] is True
+    assert called["error"]["code"] == jsonrpc.FORBIDDEN
+    assert called["error"]["data"] == {"requiredScope": "read"}
+
+
+def test_a_server_whose_apps_declare_no_extension_advertises_none(db):
+    async def scenario():
+        return (await Peer(tools=ToolRegistry()).initialize())["result"]["capabilities"]
+
+    assert "extensions" not in run(scenario)
