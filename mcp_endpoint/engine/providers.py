@@ -26,18 +26,14 @@ class Resource:
     name: str
     description: str
     mime_type: str = "application/json"
-    meta: dict[str, Any] | None = None  # its `_meta`, as an extension defines it
 
     def definition(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
+        return {
             "uri": self.uri,
             "name": self.name,
             "description": self.description,
             "mimeType": self.mime_type,
         }
-        if self.meta:
-            data["_meta"] = self.meta
-        return data
 
 
 @dataclass(frozen=True)
