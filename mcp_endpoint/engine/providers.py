@@ -63,6 +63,7 @@ class ResourceContents:
     mime_type: str
     text: str | None = None
     blob: bytes | None = None
+    meta: dict[str, Any] | None = None  # the contents' `_meta`, as an extension defines it
 
     def as_mcp(self, uri: str) -> dict[str, Any]:
         data: dict[str, Any] = {"uri": uri, "mimeType": self.mime_type}
@@ -70,6 +71,8 @@ class ResourceContents:
             data["blob"] = base64.b64encode(self.blob).decode("ascii")
         else:
             data["text"] = self.text or ""
+        if self.meta:
+            data["_meta"] = self.meta
         return data
 
 

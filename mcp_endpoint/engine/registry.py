@@ -98,6 +98,7 @@ class ToolRegistry:
         self._providers: list[ToolProvider] = []
         self._listeners: set[ToolsListener] = set()
         self._instructions: list[str] = []
+        self._extensions: dict[str, dict[str, Any]] = {}
         self.observers: list[CallObserver] = []
 
     def add_instructions(self, text: str) -> None:
@@ -109,6 +110,16 @@ class ToolRegistry:
         """What `initialize` and `server/discover` tell the client: the apps' paragraphs, in
         the order the apps are installed, then the engine's."""
         return "\n\n".join([*self._instructions, ENGINE_INSTRUCTIONS])
+
+    def declare_extension(self, identifier: str, settings: dict[str, Any]) -> None:
+        """A protocol extension the hub's tools or resources use (SEP-2133: e.g. MCP Apps'
+        `io.modelcontextprotocol/ui`), advertised with its settings in the server's
+        `capabilities.extensions`; declared by the app that uses it."""
+        self._extensions[identifier] = settings
+
+    def extensions(self) -> dict[str, dict[str, Any]]:
+        """The extensions declared, by identifier (what `capabilities.extensions` says)."""
+        return dict(self._extensions)
 
     def add_observer(self, observer: CallObserver) -> None:
         """`observer(caller, tool, arguments, result, seconds)` runs after every call of an

@@ -357,13 +357,17 @@ class ServerSession(ClientRequests, ResourceMethods):
         }
 
     def capabilities(self) -> dict[str, Any]:
-        return {
+        capabilities: dict[str, Any] = {
             "tools": {"listChanged": True},
             "resources": {"subscribe": True, "listChanged": False},
             "prompts": {"listChanged": False},
             "completions": {},
             "logging": {},
         }
+        extensions = self.tools.extensions()
+        if extensions:
+            capabilities["extensions"] = extensions
+        return capabilities
 
     async def _ping(self, ctx: RequestContext) -> dict[str, Any]:
         return {}

@@ -248,6 +248,9 @@ class ToolOptions(TypedDict, total=False):
     dangerous_when: Callable[[Any], bool]
     # What the person deciding a call is shown besides its arguments (`Tool.request_detail`).
     request_detail: Callable[[Any], list[tuple[str, str]]]
+    # The tool's `_meta` in `tools/list`, as an extension defines it (MCP Apps' `ui`, see
+    # `mcp_endpoint.engine.ui_extension`).
+    meta: dict[str, Any]
 
 
 @dataclass
@@ -331,6 +334,7 @@ class Tool:
             },
             dangerous_when=options.get("dangerous_when"),
             request_detail=options.get("request_detail"),
+            meta=options.get("meta"),
         )
 
     def definition(self) -> dict[str, Any]:

@@ -22,23 +22,22 @@ from tests.oauth_support import pkce
 pytestmark = [pytest.mark.browser, pytest.mark.live]
 
 
-class _Page(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = b"<!doctype html><title>web agent</title>"
-        self.send_response(200)
-        self.send_header("content-type", "text/html")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
 @contextlib.contextmanager
-def site(address: str) -> Iterator[str]:
-    """A web page of its own at a loopback `address`: its origin."""
-    server = http.server.ThreadingHTTPServer((address, 0), _Page)
+def site(address: str, body: bytes = b"<!doctype html><title>web agent</title>") -> Iterator[str]:
+    """A web page of its own (`body`, at every path) at a loopback `address`: its origin."""
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/html; charset=utf-8")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer((address, 0), Page)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
