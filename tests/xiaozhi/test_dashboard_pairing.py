@@ -28,7 +28,7 @@ def test_adding_a_device_by_its_code(staff_client, code):
     html = page.content.decode()
     assert f"Device {MAC} added" in html
     assert "Kitchen speaker" in html and "Stock xiaozhi device (bread-compact-wifi, firmware 1.6.2)" in html
-    assert "Connects when spoken to" in html and ">Unbind</button>" in html
+    assert "Connects when spoken to" in html and ">Yes, unbind it</button>" in html
     event = Event.objects.get(action="xiaozhi.pair")
     assert (event.actor, event.interface) == ("boss", "dashboard")
     again = staff_client.post("/devices/add/", {"code": code}, HTTP_ACCEPT="application/json")
@@ -49,7 +49,7 @@ def test_unbinding_from_the_page(staff_client, client, code):
     token = check_in(client).json()["websocket"]["token"]
     assert token
     page = staff_client.post("/devices/unbind/", {"agent_id": MAC}, follow=True).content.decode()
-    assert f"Device {MAC} unbound" in page and "Unbound" in page and ">Unbind</button>" not in page
+    assert f"Device {MAC} unbound" in page and "Unbound" in page and ">Yes, unbind it</button>" not in page
     assert not Agent.objects.get(agent_id=MAC).token_hash
     assert [
         (e.action, e.actor, e.interface) for e in Event.objects.filter(interface="dashboard").order_by("id")
