@@ -69,7 +69,8 @@ def readable_result(result: dict[str, Any]) -> Readable:
             texts.extend(more_texts)
             rows.extend(more_rows)
         elif kind in ("image", "audio"):
-            texts.append(f"The device sent {'an image' if kind == 'image' else 'a sound'} ({item.get('mimeType', '?')}).")
+            what = "an image" if kind == "image" else "a sound"
+            texts.append(f"The device sent {what} ({item.get('mimeType', '?')}).")
         elif kind in ("resource", "resource_link"):
             uri = item.get("uri") or (item.get("resource") or {}).get("uri", "")
             texts.append(f"The device pointed to {uri}.")

@@ -21,8 +21,8 @@ from audit import selectors as audit_reads
 from audit.models import Event
 from automations import selectors as rooms_reads
 from common import roles
-from dashboard.access import role_required, wants_json
 from dashboard import toolresults
+from dashboard.access import role_required, wants_json
 from dashboard.charts import NARROW, line_chart
 from dashboard.toolforms import arguments_from, fields_for
 from devices.agents import selectors as agents_reads
@@ -293,7 +293,9 @@ def remove_device(request: HttpRequest) -> HttpResponse:
     """Remove an offline device's card (and the agent behind it)."""
     agent_id = request.POST.get("agent_id", "")[:64]
     if not xiaozhi.remove_device(agent_id, actor=_actor(request), interface=DASHBOARD):
-        return _done(request, False, f"Device {agent_id} is online or already gone: only an offline device is removed.")
+        return _done(
+            request, False, f"Device {agent_id} is online or already gone: only an offline device is removed."
+        )
     return _done(request, True, f"Device {agent_id} removed: to use it again, add or register it anew.")
 
 

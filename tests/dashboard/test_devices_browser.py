@@ -65,7 +65,9 @@ def test_tool_forms_survive_live_updates_and_never_repeat_a_call(daphne_server, 
     device = DeviceThread(base)
     device.start()
     assert device.connected.wait(10)
-    assert wait_until(lambda: AgentTool.objects.filter(agent__agent_id=AGENT, available=True).count() == 5, 10)
+    assert wait_until(
+        lambda: AgentTool.objects.filter(agent__agent_id=AGENT, available=True).count() == 5, 10
+    )
     token = make_token(scopes=("read", "control"))
 
     context = browser.new_context(viewport={"width": 1280, "height": 900})
@@ -74,7 +76,9 @@ def test_tool_forms_survive_live_updates_and_never_repeat_a_call(daphne_server, 
     log_in(page, base)
     page.goto(base + "/devices/")
     page.wait_for_selector("body[data-socket=up]")
-    page.evaluate("() => { window.notReloaded = true; document.getElementById('agent-list').dataset.before = '1'; }")
+    page.evaluate(
+        "() => { window.notReloaded = true; document.getElementById('agent-list').dataset.before = '1'; }"
+    )
 
     # A light switched elsewhere: the live region is re-rendered from a fresh copy.
     mcp_call(base, token, "set_light_state", {"name": "dormitorio", "on": True})
