@@ -77,3 +77,17 @@ def test_unbinding_from_the_admin(staff_client, code):
     row.refresh_from_db()
     assert row.state == "unbound" and row.unbound_by == "boss"
     assert Event.objects.filter(action="xiaozhi.unbind", interface="admin").exists()
+
+
+def test_removing_a_bound_device_ends_its_binding(staff_client, client, code):
+    staff_client.post("/devices/add/", {"code": code})
+    page = staff_client.post("/devices/remove/", {"agent_id": MAC}, follow=True).content.decode()
+    assert f"Device {MAC} removed" in page and "Stock xiaozhi device" not in page
+    assert not Agent.objects.filter(agent_id=MAC).exists()
+    bound = Activation.objects.filter(device_id=MAC, bound_at__isnull=False, unbound_at__isnull=True)
+    assert not bound.exists()
+    assert [e.action for e in Event.objects.filter(interface="dashboard").order_by("id")][-2:] == [
+        "agent.remove",
+        "xiaozhi.unbind",
+    ]
+    assert "activation" in check_in(client).json()  # at its next start it shows a new code
