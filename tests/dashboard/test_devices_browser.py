@@ -102,9 +102,8 @@ def test_tool_forms_survive_live_updates_and_never_repeat_a_call(daphne_server, 
     )
     mcp_call(base, token, "set_light_state", {"name": "dormitorio", "on": False})
     page.wait_for_function("() => !document.getElementById('agent-list').dataset.before", timeout=5000)
-    assert (
-        "Audio speaker · volume" in table.inner_text() and page.get_by_label("Volume").input_value() == "40"
-    )
+    assert "Audio speaker · volume" in table.inner_text(timeout=2000)
+    assert page.get_by_label("Volume").input_value(timeout=2000) == "40"
     page.screenshot(path=str(SHOTS / "devices-tool-result.png"), full_page=True)
     phone = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
     on_phone = phone.new_page()
