@@ -31,6 +31,7 @@ urlpatterns = [
     path("devices/", views.devices, name="devices"),
     path("devices/add/", views.add_device, name="add_device"),
     path("devices/unbind/", views.unbind_device, name="unbind_device"),
+    path("devices/remove/", views.remove_device, name="remove_device"),
     path("devices/approve/", views.approve_device, name="approve_device"),
     path("invoices/", invoices.invoices, name="invoices"),
     path("invoices/<int:pk>/pdf/", invoices.invoice_pdf, name="invoice_pdf"),

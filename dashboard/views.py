@@ -11,8 +11,9 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
@@ -20,6 +21,7 @@ from audit import selectors as audit_reads
 from audit.models import Event
 from automations import selectors as rooms_reads
 from common import roles
+from dashboard import toolresults
 from dashboard.access import role_required, wants_json
 from dashboard.charts import NARROW, line_chart
 from dashboard.toolforms import arguments_from, fields_for
@@ -199,31 +201,47 @@ def _agents_with_forms() -> list[dict[str, Any]]:
     ]
 
 
+CALL_KEPT = "dashboard.devices.call"  # the session's last tool call outcome, shown once
+
+
+def _run_tool(request: HttpRequest) -> tuple[int, dict[str, Any], dict[str, Any]]:
+    """Call the posted tool with the posted arguments: (HTTP status, the JSON answer as the
+    REST door gives it, the outcome in plain words for the page)."""
+    agent_id, tool_name = request.POST.get("agent_id", "")[:64], request.POST.get("tool", "")[:200]
+    tool = agents_reads.agent_tool(agent_id, tool_name)
+    call = {"agent_id": agent_id, "tool": tool_name}
+    if tool is None:
+        message = f"Agent '{agent_id}' has no tool '{tool_name}'."
+        return 404, {"error": message}, {**call, "outcome": toolresults.failed(message)}
+    arguments, errors = arguments_from(tool["input_schema"], request.POST)
+    if errors:
+        words = " ".join(f"{toolresults.label(name)}: {error}" for name, error in errors.items())
+        answer = {"error": "Check the highlighted fields.", "fields": errors}
+        return 400, answer, {**call, "outcome": toolresults.failed(words)}
+    caller = Caller(actor=_actor(request), interface=DASHBOARD, audited=True)
+    try:
+        result = call_agent_tool(agent_id, tool_name, arguments, caller=caller)
+    except (CallFailed, ToolRefused) as failure:
+        answer = {"error": failure.message}
+        return http_status(failure), answer, {**call, "outcome": toolresults.failed(failure.message)}
+    return 200, {"result": result}, {**call, "outcome": toolresults.readable_result(result)}
+
+
 @role_required(roles.CALL_DEVICE_TOOLS)
 def devices(request: HttpRequest) -> HttpResponse:
-    context: dict[str, Any] = {"page": "devices"}
+    """The agents, their tools' forms and the broker. A form posted with fetch gets JSON (with
+    the outcome's HTML); without script, the outcome is kept for one display and the browser
+    sent back to the page (303), so that reloading it never calls the device again."""
     if request.method == "POST":
-        agent_id, tool_name = request.POST.get("agent_id", ""), request.POST.get("tool", "")
-        tool = agents_reads.agent_tool(agent_id, tool_name)
-        status = 200
-        result: dict[str, Any]
-        if tool is None:
-            status, result = 404, {"error": f"Agent '{agent_id}' has no tool '{tool_name}'."}
-        else:
-            arguments, errors = arguments_from(tool["input_schema"], request.POST)
-            if errors:
-                status, result = 400, {"error": "Check the highlighted fields.", "fields": errors}
-            else:
-                caller = Caller(actor=_actor(request), interface=DASHBOARD, audited=True)
-                try:
-                    result = {"result": call_agent_tool(agent_id, tool_name, arguments, caller=caller)}
-                except (CallFailed, ToolRefused) as failure:
-                    status, result = http_status(failure), {"error": failure.message}
+        status, answer, call = _run_tool(request)
         if wants_json(request):
-            return JsonResponse(result, status=status)
-        context["call"] = {"agent_id": agent_id, "tool": tool_name, **result}
-    elif request.method != "GET":
+            html = render_to_string("dashboard/_tool_result.html", call, request=request)
+            return JsonResponse({**answer, "html": html}, status=status)
+        request.session[CALL_KEPT] = call
+        return HttpResponseRedirect(reverse("dashboard:devices") + "#call-result", status=303)
+    if request.method != "GET":
         return HttpResponse(status=405, headers={"Allow": "GET, POST"})
+    context: dict[str, Any] = {"page": "devices", "call": request.session.pop(CALL_KEPT, None)}
     context["agents"] = _agents_with_forms()
     context["ota_url"] = request.build_absolute_uri(reverse("xiaozhi-ota"))
     context["mqtt_workers"] = mqtt_status.workers()
@@ -267,6 +285,18 @@ def unbind_device(request: HttpRequest) -> HttpResponse:
     if not xiaozhi.unbind(agent_id, actor=_actor(request), interface=DASHBOARD):
         return _done(request, False, f"Device {agent_id} is not bound.")
     return _done(request, True, f"Device {agent_id} unbound: its device token no longer works.")
+
+
+@require_POST
+@role_required(roles.MANAGE_DEVICES)
+def remove_device(request: HttpRequest) -> HttpResponse:
+    """Remove an offline device's card (and the agent behind it)."""
+    agent_id = request.POST.get("agent_id", "")[:64]
+    if not xiaozhi.remove_device(agent_id, actor=_actor(request), interface=DASHBOARD):
+        return _done(
+            request, False, f"Device {agent_id} is online or already gone: only an offline device is removed."
+        )
+    return _done(request, True, f"Device {agent_id} removed: to use it again, add or register it anew.")
 
 
 @require_POST

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from django import template
+from django.utils import dateformat, timezone
 
 register = template.Library()
 
@@ -35,3 +36,14 @@ def readable(value: object) -> str:
 def _nested(value: object) -> str:
     text = readable(value)
     return f"({text})" if isinstance(value, dict | list | tuple) and value else text
+
+
+@register.filter
+def clock(value: datetime | None) -> str:
+    """A moment as a wall clock reads it, in the home's time zone: `14:02` today, else
+    `3 Nov 14:02` (`offline since 14:02`)."""
+    if value is None:
+        return ""
+    local = timezone.localtime(value)
+    same_day = local.date() == timezone.localdate()
+    return dateformat.format(local, "H:i" if same_day else "j M H:i")

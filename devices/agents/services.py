@@ -422,6 +422,34 @@ def approve_agents(agent_ids: Iterable[str], *, actor: str, interface: str) -> i
     return approved
 
 
+def remove_agent(agent_id: str, *, actor: str, interface: str) -> bool:
+    """Forget an agent that is not connected: its row, its tools and credentials go (a device
+    that comes back is a stranger, pending like any other). False when there is no such agent
+    or it is online (it would only be hung up on, mid-use)."""
+    with transaction.atomic():
+        agent = Agent.objects.select_for_update().filter(agent_id=agent_id, online=False).first()
+        if agent is None:
+            return False
+        before = {
+            "name": agent.name,
+            "transport": agent.transport,
+            "approved": agent.approved,
+            "last_seen": agent.last_seen.isoformat() if agent.last_seen else None,
+            "tools": sorted(agent.tools.values_list("name", flat=True)),
+        }
+        agent.delete()
+        record_event(
+            actor=actor,
+            interface=interface,
+            action="agent.remove",
+            target=f"agent:{agent_id}",
+            before=before,
+            broadcast={"kind": "agent", "agent_id": agent_id, "removed": True},
+        )
+        agent_channels.announce_agent_change_on_commit(agent_id)
+    return True
+
+
 def record_agent_call(
     *, actor: str, interface: str, agent_id: str, tool: str, arguments: Any, outcome: dict[str, Any]
 ) -> None:

@@ -479,3 +479,22 @@ def unbind(device_id: str, *, actor: str, interface: str) -> bool:
             broadcast={"kind": "agent", "agent_id": device_id},
         )
     return True
+
+
+def remove_device(device_id: str, *, actor: str, interface: str) -> bool:
+    """Remove an agent that is not connected (`devices.agents.services.remove_agent`), ending
+    its stock xiaozhi binding first if it has one, in one transaction. False when there is no
+    such agent or it is online."""
+    with transaction.atomic():
+        if not agent_services.remove_agent(device_id, actor=actor, interface=interface):
+            return False
+        ended = _end_bindings(device_id, actor=actor, now=timezone.now())
+        if ended:
+            record_event(
+                actor=actor,
+                interface=interface,
+                action="xiaozhi.unbind",
+                target=f"agent:{device_id}",
+                before={"client_ids": ended},
+            )
+    return True

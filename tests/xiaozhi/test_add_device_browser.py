@@ -83,9 +83,11 @@ def test_add_a_device_on_the_devices_page(daphne_server, owner, browser):  # noq
     page.wait_for_selector("text=Connects when spoken to")
     page.screenshot(path=str(SHOTS / "devices-xiaozhi-on-demand.png"), full_page=True)
 
-    page.get_by_role("button", name="Unbind").click()
+    page.get_by_text("Unbind…").click()  # a confirm step, no script needed
+    page.screenshot(path=str(SHOTS / "devices-xiaozhi-unbind-confirm.png"), full_page=True)
+    page.get_by_role("button", name="Yes, unbind it").click()
     page.wait_for_selector(f"text=Device {MAC} unbound")
-    assert page.get_by_role("button", name="Unbind").count() == 0
+    assert page.get_by_role("button", name="Yes, unbind it").count() == 0
     assert "Connects when spoken to" not in page.content() and "Offline" in page.content()
     page.screenshot(path=str(SHOTS / "devices-xiaozhi-unbound.png"), full_page=True)
     context.close()

@@ -28,7 +28,7 @@ def test_adding_a_device_by_its_code(staff_client, code):
     html = page.content.decode()
     assert f"Device {MAC} added" in html
     assert "Kitchen speaker" in html and "Stock xiaozhi device (bread-compact-wifi, firmware 1.6.2)" in html
-    assert "Connects when spoken to" in html and ">Unbind</button>" in html
+    assert "Connects when spoken to" in html and ">Yes, unbind it</button>" in html
     event = Event.objects.get(action="xiaozhi.pair")
     assert (event.actor, event.interface) == ("boss", "dashboard")
     again = staff_client.post("/devices/add/", {"code": code}, HTTP_ACCEPT="application/json")
@@ -49,7 +49,7 @@ def test_unbinding_from_the_page(staff_client, client, code):
     token = check_in(client).json()["websocket"]["token"]
     assert token
     page = staff_client.post("/devices/unbind/", {"agent_id": MAC}, follow=True).content.decode()
-    assert f"Device {MAC} unbound" in page and "Unbound" in page and ">Unbind</button>" not in page
+    assert f"Device {MAC} unbound" in page and "Unbound" in page and ">Yes, unbind it</button>" not in page
     assert not Agent.objects.get(agent_id=MAC).token_hash
     assert [
         (e.action, e.actor, e.interface) for e in Event.objects.filter(interface="dashboard").order_by("id")
@@ -77,3 +77,17 @@ def test_unbinding_from_the_admin(staff_client, code):
     row.refresh_from_db()
     assert row.state == "unbound" and row.unbound_by == "boss"
     assert Event.objects.filter(action="xiaozhi.unbind", interface="admin").exists()
+
+
+def test_removing_a_bound_device_ends_its_binding(staff_client, client, code):
+    staff_client.post("/devices/add/", {"code": code})
+    page = staff_client.post("/devices/remove/", {"agent_id": MAC}, follow=True).content.decode()
+    assert f"Device {MAC} removed" in page and "Stock xiaozhi device" not in page
+    assert not Agent.objects.filter(agent_id=MAC).exists()
+    bound = Activation.objects.filter(device_id=MAC, bound_at__isnull=False, unbound_at__isnull=True)
+    assert not bound.exists()
+    assert [e.action for e in Event.objects.filter(interface="dashboard").order_by("id")][-2:] == [
+        "agent.remove",
+        "xiaozhi.unbind",
+    ]
+    assert "activation" in check_in(client).json()  # at its next start it shows a new code

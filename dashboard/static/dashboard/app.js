@@ -22,7 +22,11 @@
       headers: { "Accept": "application/json", "X-CSRFToken": csrf(form) },
     }).then(function (r) {
       return r.json().catch(function () { return {}; }).then(function (body) {
-        if (!r.ok) throw new Error(body.error || body.detail || ("Request failed (" + r.status + ")"));
+        if (!r.ok) {
+          var failure = new Error(body.error || body.detail || ("Request failed (" + r.status + ")"));
+          failure.body = body;
+          throw failure;
+        }
         return body;
       });
     });
@@ -79,7 +83,9 @@
           document.querySelectorAll("[data-refresh], #requests-banner, #notifications-banner").forEach(function (el) {
             if (!el.id || el.contains(document.activeElement) && document.activeElement !== document.body) return;
             var fresh = doc.getElementById(el.id);
-            if (fresh) el.replaceWith(fresh);
+            if (!fresh) return;
+            keepToolState(el, fresh);
+            el.replaceWith(fresh);
           });
           doc.querySelectorAll("[data-light]").forEach(function (b) {
             setLight(b.dataset.light, b.getAttribute("aria-checked") === "true");
@@ -195,17 +201,6 @@
       });
     }
 
-    document.querySelectorAll("[data-tool-form]").forEach(function (form) {
-      form.addEventListener("submit", function (e) {
-        e.preventDefault();
-        var out = form.querySelector(".tool-output");
-        out.textContent = "Calling…";
-        post(form).then(function (body) {
-          out.textContent = JSON.stringify(body.result, null, 2);
-        }).catch(function (err) { out.textContent = err.message; });
-      });
-    });
-
     var upload = document.getElementById("upload-form");
     if (upload) upload.addEventListener("submit", function (e) {
       var input = document.getElementById("files");
@@ -214,6 +209,43 @@
       uploadBatch(upload, input);
     });
     document.querySelectorAll("[data-batch]").forEach(watchBatch);
+  }
+
+  // --- device tools ---------------------------------------------------------------------
+  // The Devices page's tool forms, by delegation on the document: a live update replaces
+  // their region ([data-refresh]), and they keep working. The outcome (HTML the hub renders)
+  // goes to the form's <output>, looked up by id when it comes, in case a refresh replaced it.
+  function runTool(e) {
+    var form = e.target.closest && e.target.closest("[data-tool-form]");
+    if (!form) return;
+    e.preventDefault();
+    var outId = form.querySelector(".tool-output").id;
+    function show(html, text) {
+      var out = document.getElementById(outId);
+      if (!out) return;
+      if (html) out.innerHTML = html; else out.textContent = text;
+    }
+    show(null, "Calling…");
+    post(form).then(function (body) { show(body.html, "Done."); })
+      .catch(function (err) { show(err.body && err.body.html, err.message); });
+  }
+
+  // Before a refresh replaces a region: the fresh copy keeps which tools were open, their
+  // outcomes and what was typed in their fields.
+  function keepToolState(old, fresh) {
+    old.querySelectorAll("details[id]").forEach(function (d) {
+      var twin = fresh.querySelector("#" + CSS.escape(d.id));
+      if (twin) twin.open = d.open;
+    });
+    old.querySelectorAll(".tool-output[id]").forEach(function (out) {
+      var twin = fresh.querySelector("#" + CSS.escape(out.id));
+      if (twin) twin.replaceChildren.apply(twin, Array.from(out.childNodes));
+    });
+    old.querySelectorAll("[data-tool-form] [name^='arg-']").forEach(function (field) {
+      var twin = field.id && fresh.querySelector("#" + CSS.escape(field.id));
+      if (!twin) return;
+      if (field.type === "checkbox") twin.checked = field.checked; else twin.value = field.value;
+    });
   }
 
   // --- invoice batches ------------------------------------------------------------------
@@ -309,6 +341,7 @@
     setTimeout(tick, 300);
   }
 
+  document.addEventListener("submit", runTool);
   document.addEventListener("DOMContentLoaded", function () {
     enhance();
     if (document.body.dataset.live) connect();
