@@ -2,6 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from dashboard import accounts, automations, confirmations, invoices, notifications, oauth, scenes, views
+from dashboard.tokens import access, create_token, revoke_token
 
 app_name = "dashboard"
 
@@ -43,6 +44,9 @@ urlpatterns = [
     path("notifications/", notifications.notifications, name="notifications"),
     path("notifications/dismiss/", notifications.dismiss, name="dismiss_notifications"),
     path("requests/<int:pk>/", confirmations.request_page, name="request"),
+    path("access/", access, name="access"),
+    path("access/tokens/", create_token, name="create_token"),
+    path("access/tokens/<int:pk>/revoke/", revoke_token, name="revoke_token"),
     path("connected-apps/", oauth.connected_apps, name="connected_apps"),
     path("connected-apps/<int:grant_id>/revoke/", oauth.revoke_app, name="revoke_app"),
     path("accounts/", accounts.accounts, name="accounts"),
