@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "csp",  # the Content-Security-Policy header on every page
 ]
 MIDDLEWARE = [
+    "homehub.rest_errors.json_api_errors",  # outermost: every /api/ error answers JSON
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",  # the dashboard's static files, served by the hub
