@@ -35,6 +35,7 @@ urlpatterns = [
     path("devices/approve/", views.approve_device, name="approve_device"),
     path("invoices/", invoices.invoices, name="invoices"),
     path("invoices/<int:pk>/pdf/", invoices.invoice_pdf, name="invoice_pdf"),
+    path("invoices/<int:pk>/pdf/view/", invoices.invoice_pdf, {"inline": True}, name="invoice_pdf_view"),
     path("invoices/batches/<int:pk>/", invoices.batch, name="batch"),
     path("invoices/batches/<int:pk>/manifest.json", invoices.batch_manifest, name="batch_manifest"),
     path("invoices/batches/<int:pk>/pdfs.zip", invoices.batch_archive, name="batch_archive"),
