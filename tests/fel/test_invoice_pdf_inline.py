@@ -5,18 +5,10 @@ and owners only, a 404 for an invoice without a PDF."""
 import pytest
 
 from fel.models import Invoice
-from tests.fel_support import call, make_root
+from tests.fel.test_fel_admin import invoices  # noqa: F401 (fixture)
 from tests.hub_support import create_account
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def invoices(tmp_path, settings):
-    root = make_root(tmp_path, settings)
-    call("fel_render", {"xml_path": "data/xml/fact_sat_1item-servicio_receptor-empresa.xml"})
-    call("fel_validate", {"xml_path": "data/xml/fpeq_sat_1item_pequeno-contribuyente-sin-iva.xml"})
-    return root
 
 
 @pytest.fixture
@@ -25,7 +17,7 @@ def member(client):
     return client
 
 
-def test_view_shows_the_pdf_inline_and_download_stays_an_attachment(invoices, member):
+def test_view_shows_the_pdf_inline_and_download_stays_an_attachment(invoices, member):  # noqa: F811
     invoice = Invoice.objects.exclude(pdf_path="").get()
     page = member.get("/invoices/").content.decode()
     view_url, download_url = f"/invoices/{invoice.pk}/pdf/view/", f"/invoices/{invoice.pk}/pdf/"
@@ -40,7 +32,7 @@ def test_view_shows_the_pdf_inline_and_download_stays_an_attachment(invoices, me
     assert downloaded["Content-Disposition"] == f'attachment; filename="{name}"'
 
 
-def test_view_needs_a_pdf_and_a_member(invoices, member, client):
+def test_view_needs_a_pdf_and_a_member(invoices, member, client):  # noqa: F811
     no_pdf = Invoice.objects.get(tipo="FPEQ")
     assert member.get(f"/invoices/{no_pdf.pk}/pdf/view/").status_code == 404
     invoice = Invoice.objects.exclude(pdf_path="").get()
