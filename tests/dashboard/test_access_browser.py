@@ -6,6 +6,8 @@ in artifacts/screenshots/."""
 
 from __future__ import annotations
 
+import threading
+
 import httpx
 import pytest
 
@@ -13,6 +15,7 @@ from tests.dashboard.test_dashboard_browser import (  # noqa: F401 (fixtures)
     SHOTS,
     browser,
     csp_violations,
+    fel_env,
     log_in,
     mcp_call,
     owner,
@@ -88,3 +91,40 @@ def _luminance(rgb: str) -> float:
     """0 (black) to 1 (white) for a computed `rgb(r, g, b)` colour."""
     red, green, blue = (int(part) for part in rgb[rgb.index("(") + 1 : rgb.index(")")].split(",")[:3])
     return (0.2126 * red + 0.7152 * green + 0.0722 * blue) / 255
+
+
+def test_an_invoice_pdf_is_viewed_in_the_browser(fel_env, daphne_server, owner, browser):  # noqa: F811
+    """ "View" opens the PDF in a new tab as a document of its own (a download leaves no document), and the
+    hub's Content-Security-Policy lets Chromium show it."""
+    from django.db import connection
+
+    from fel import services
+    from fel.models import Invoice
+    from tests.fel_support import REAL
+
+    def render():  # in a thread of its own: this one runs Playwright's event loop
+        services.render_xml(str(fel_env / "xml" / REAL[0].name), actor="maria", interface="dashboard")
+        connection.close()
+
+    worker = threading.Thread(target=render)
+    worker.start()
+    worker.join()
+    invoice = Invoice.objects.get()
+    base = daphne_server
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    page = context.new_page()
+    log_in(page, base)
+    page.goto(base + "/invoices/")
+    blocked: list[str] = []
+    context.on(
+        "console", lambda message: "Content Security Policy" in message.text and blocked.append(message.text)
+    )
+    with context.expect_page() as opened:
+        page.get_by_role("link", name=f"View PDF of {invoice.serie}-{invoice.numero}").click()
+    viewer = opened.value
+    viewer.wait_for_load_state()
+    viewer.wait_for_timeout(1000)  # time for the viewer to load, or a download to take the tab
+    assert viewer.url == f"{base}/invoices/{invoice.pk}/pdf/view/"  # a document, not a download
+    assert blocked == []
+    viewer.screenshot(path=str(SHOTS / "invoice-pdf-view.png"))
+    context.close()
