@@ -47,6 +47,8 @@ def as_json(request: HttpRequest, response: HttpResponseBase) -> HttpResponseBas
         return response
     response.content = json.dumps({"detail": _detail(request, response)}).encode()
     response["Content-Type"] = "application/json; charset=utf-8"
+    if response.has_header("Content-Length"):  # set by CommonMiddleware for the old body
+        response["Content-Length"] = str(len(response.content))
     return response
 
 

@@ -60,3 +60,21 @@ def test_dashboard_errors_stay_pages(client):
     client.force_login(create_account("maria", "a-long-password-1"))
     response = client.get("/no-such-page/")
     assert response.status_code == 404 and not response["Content-Type"].startswith("application/json")
+
+
+@pytest.mark.live
+def test_a_live_hub_answers_json_errors(daphne_server, make_token):
+    """Through daphne (Django's asynchronous path), the same JSON."""
+    import httpx
+
+    headers = {"authorization": f"Bearer {make_token(scopes=['read'])}"}
+    not_allowed = httpx.delete(daphne_server + "/api/lights", headers=headers)
+    assert (not_allowed.status_code, not_allowed.json()) == (
+        405,
+        {"detail": "Method DELETE not allowed here; allowed: GET."},
+    )
+    unknown = httpx.get(daphne_server + "/api/nothing-here", headers=headers)
+    assert (unknown.status_code, unknown.json()) == (
+        404,
+        {"detail": "Not found: no GET /api/nothing-here in the API."},
+    )
