@@ -156,10 +156,13 @@ def batch_file_pdf(request: HttpRequest, pk: int, position: int) -> FileResponse
 
 @require_GET
 @role_required(roles.USE_INVOICES)
-def invoice_pdf(request: HttpRequest, pk: int) -> FileResponse:
+def invoice_pdf(request: HttpRequest, pk: int, inline: bool = False) -> FileResponse:
+    """The invoice's PDF, downloaded, or (`inline`: the "View" link) shown by the browser."""
     invoice = Invoice.objects.defer("xml").filter(pk=pk).first()
     pdf = selectors.invoice_pdf(invoice) if invoice else None
     if invoice is None or pdf is None:
         raise Http404("This invoice has no PDF.")
     name = f"{invoice.tipo}-{invoice.serie}-{invoice.numero}.pdf"
-    return FileResponse(pdf.open("rb"), content_type="application/pdf", filename=name, as_attachment=True)
+    return FileResponse(
+        pdf.open("rb"), content_type="application/pdf", filename=name, as_attachment=not inline
+    )

@@ -1,5 +1,6 @@
 """The owner's OAuth pages: the consent page of the hub's authorization endpoint (a hosted
-connector sends the owner here, logged in first) and Connected apps, where access is revoked.
+connector sends the owner here, logged in first) and the revoking of an app
+(the Access page, `dashboard.tokens`, lists the apps).
 Thin views over `mcp_endpoint.auth.oauth.consent` and `.grants`, which audit granting and
 revoking."""
 
@@ -31,12 +32,12 @@ def authorize(request: HttpRequest) -> HttpResponse:
     try:
         asked = consent.review(uri)
     except consent.Refused as refused:
-        context = {"page": "connected_apps", "error": refused.description}
+        context = {"page": "access", "error": refused.description}
         return render(request, "dashboard/oauth_consent.html", context, status=400)
     except consent.SendBack as back:
         return redirect(back.location)
     if request.method == "GET":
-        return render(request, "dashboard/oauth_consent.html", {"page": "connected_apps", "asked": asked})
+        return render(request, "dashboard/oauth_consent.html", {"page": "access", "asked": asked})
     if request.POST.get("decision") != "allow":
         return redirect(consent.deny(uri))
     assert isinstance(request.user, User)  # role_required
@@ -45,11 +46,9 @@ def authorize(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-@role_required(roles.CONNECT_APPS)
 def connected_apps(request: HttpRequest) -> HttpResponse:
-    return render(
-        request, "dashboard/connected_apps.html", {"page": "connected_apps", "apps": grants.connected_apps()}
-    )
+    """Connected apps moved to the Access page, beside the tokens (old links still work)."""
+    return redirect("dashboard:access", permanent=True)
 
 
 @require_POST
@@ -60,4 +59,4 @@ def revoke_app(request: HttpRequest, grant_id: int) -> HttpResponse:
         messages.error(request, "That app has no access to revoke.")
     else:
         messages.success(request, f"{app.client_name} no longer has access to the hub.")
-    return redirect("dashboard:connected_apps")
+    return redirect("dashboard:access")

@@ -2,6 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from dashboard import accounts, automations, confirmations, invoices, notifications, oauth, scenes, views
+from dashboard.tokens import access, create_token, revoke_token
 
 app_name = "dashboard"
 
@@ -35,6 +36,7 @@ urlpatterns = [
     path("devices/approve/", views.approve_device, name="approve_device"),
     path("invoices/", invoices.invoices, name="invoices"),
     path("invoices/<int:pk>/pdf/", invoices.invoice_pdf, name="invoice_pdf"),
+    path("invoices/<int:pk>/pdf/view/", invoices.invoice_pdf, {"inline": True}, name="invoice_pdf_view"),
     path("invoices/batches/<int:pk>/", invoices.batch, name="batch"),
     path("invoices/batches/<int:pk>/manifest.json", invoices.batch_manifest, name="batch_manifest"),
     path("invoices/batches/<int:pk>/pdfs.zip", invoices.batch_archive, name="batch_archive"),
@@ -44,6 +46,9 @@ urlpatterns = [
     path("notifications/", notifications.notifications, name="notifications"),
     path("notifications/dismiss/", notifications.dismiss, name="dismiss_notifications"),
     path("requests/<int:pk>/", confirmations.request_page, name="request"),
+    path("access/", access, name="access"),
+    path("access/tokens/", create_token, name="create_token"),
+    path("access/tokens/<int:pk>/revoke/", revoke_token, name="revoke_token"),
     path("connected-apps/", oauth.connected_apps, name="connected_apps"),
     path("connected-apps/<int:grant_id>/revoke/", oauth.revoke_app, name="revoke_app"),
     path("accounts/", accounts.accounts, name="accounts"),

@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "csp",  # the Content-Security-Policy header on every page
 ]
 MIDDLEWARE = [
+    "homehub.rest_errors.json_api_errors",  # outermost: every /api/ error answers JSON
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",  # the dashboard's static files, served by the hub
@@ -277,7 +278,10 @@ LOGGING = {
     # INFO at every login and logout; its warnings (failed logins, lockouts) stay.
     # Apprise names the services it posts to in its messages, tokens and passwords included:
     # never logged (automations.notifications.dispatch logs each failure without them).
+    # Django's own "django" logger has a console handler of its own under DEBUG and propagates
+    # to the root's as well: every line of it came out twice. The root's handler is the one.
     "loggers": {
+        "django": {"handlers": [], "level": "INFO"},
         **{name: {"level": "WARNING"} for name in ("amqtt", "transitions", "oauthlib", "axes")},
         "apprise": {"level": "CRITICAL", "propagate": False},
     },

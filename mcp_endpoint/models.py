@@ -20,7 +20,7 @@ class AccessToken(models.Model):
         max_length=16, unique=True, editable=False, help_text="Public part of the token."
     )
     secret_hash = models.CharField(max_length=64, editable=False)
-    scopes = models.JSONField(default=list, help_text="Names of declared scopes (mcp_endpoint.scopes).")
+    scopes = models.JSONField(default=list, help_text="Names of declared scopes (mcp_endpoint.auth.scopes).")
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     expires_at = models.DateTimeField(null=True, blank=True)
@@ -80,7 +80,7 @@ class OutboundEndpoint(models.Model):
         max_length=100, unique=True, help_text="Shown in the audit trail as the actor of its calls."
     )
     url = models.CharField(max_length=2000, validators=[validate_endpoint_url])
-    scopes = models.JSONField(default=list, help_text="Names of declared scopes (mcp_endpoint.scopes).")
+    scopes = models.JSONField(default=list, help_text="Names of declared scopes (mcp_endpoint.auth.scopes).")
     tools = models.JSONField(
         default=list, help_text="Names of the only tools the endpoint sees and may call (within its scopes)."
     )

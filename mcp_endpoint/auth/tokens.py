@@ -21,6 +21,7 @@ import hashlib
 import hmac
 import secrets
 import time
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -186,6 +187,53 @@ def revoke_all(tokens: QuerySet[AccessToken], *, actor: str, interface: str) -> 
             )
     forget([row.key_id for row in rows])
     return count
+
+
+@dataclass(frozen=True)
+class ListedToken:
+    """A token made by a person (`create_mcp_token`, the admin, the dashboard, the demo) as the
+    Access page lists it: never its secret."""
+
+    pk: int
+    name: str
+    key_id: str
+    owner: str | None
+    scopes: list[str]
+    created_at: datetime
+    last_used_at: datetime | None
+    expires_at: datetime | None
+    expired: bool
+
+
+def listed_tokens() -> list[ListedToken]:
+    """Every token not revoked that no OAuth grant issued (those are listed as their apps,
+    `oauth.grants.connected_apps`), newest first."""
+    now = timezone.now()
+    rows = AccessToken.objects.filter(revoked=False, grant=None).select_related("owner")
+    return [
+        ListedToken(
+            pk=row.pk,
+            name=row.name,
+            key_id=row.key_id,
+            owner=row.owner.get_username() if row.owner else None,
+            scopes=list(row.scopes),
+            created_at=row.created_at,
+            last_used_at=row.last_used_at,
+            expires_at=row.expires_at,
+            expired=row.expires_at is not None and row.expires_at <= now,
+        )
+        for row in rows
+    ]
+
+
+def revoke_token(pk: int, *, actor: str, interface: str) -> AccessToken | None:
+    """Revoke the token `pk` (not one an OAuth grant issued: its app is revoked instead), audited
+    as `token.revoke` and refused by this process at once; the row, or None if there was no such
+    live token."""
+    row = AccessToken.objects.filter(pk=pk, grant=None, revoked=False).first()
+    if row is None or not revoke_all(AccessToken.objects.filter(pk=pk), actor=actor, interface=interface):
+        return None
+    return row
 
 
 def record_token_edit(token: AccessToken, before: dict[str, Any], *, actor: str, interface: str) -> None:

@@ -372,7 +372,7 @@ PHONE_PAGES = {
     "invoice-batch": "/invoices/batches/{job}/",
     "activity": "/activity/",
     "confirm-disarm": "/alarm/",
-    "connected-apps": "/connected-apps/",
+    "access": "/access/",
     "requests": "/requests/",
     "automations": "/automations/",
     "automation-editor": "/automations/edit/",

@@ -64,7 +64,7 @@ PAGES = [
     ("/activity/", "owner"),
     ("/notifications/", "member"),
     ("/requests/", "owner"),
-    ("/connected-apps/", "owner"),
+    ("/access/", "owner"),
     ("/accounts/", "owner"),
 ]
 

@@ -1,7 +1,7 @@
 """A hosted connector's whole journey against a live hub, with the official MCP SDK's OAuth
 client: discovery from the 401, its client metadata document (served over HTTPS on loopback,
 as its own site would), PKCE, the owner's consent over HTTP, the token, tool calls, a refresh,
-and the owner revoking it on Connected apps. Also dynamic registration with narrowed scopes,
+and the owner revoking it on the Access page. Also dynamic registration with narrowed scopes,
 and a token for another resource."""
 
 import json
@@ -181,7 +181,7 @@ def test_connector_with_a_client_metadata_document(live_env, owner, tmp_path):
             event = Event.objects.get(target="light:cocina")
             assert (event.actor, event.interface) == ("Test connector", "mcp-http")
 
-            listed = browser.http.get("/connected-apps/")
+            listed = browser.http.get("/access/")
             assert "Test connector" in listed.text and "ago" in listed.text  # last use shown
             form = {"csrfmiddlewaretoken": browser.http.cookies["csrftoken"]}
             revoked = browser.http.post(f"/connected-apps/{client.grants.get().pk}/revoke/", data=form)

@@ -260,14 +260,14 @@ def test_revocation_endpoint_ends_the_grant(browser):
 
 def test_connected_apps_lists_and_revokes(browser):
     _, answer = connect(browser, scopes=["read"])
-    page = browser.get("/connected-apps/").content.decode()
+    page = browser.get("/access/").content.decode()
     assert "Registered app" in page and "<code>read</code>" in page and "never" in page
-    assert 'href="/connected-apps/"' in browser.get("/").content.decode()  # in the nav
+    assert 'href="/access/"' in browser.get("/").content.decode()  # in the nav
     grant = OAuthGrant.objects.get()
     response = browser.post(f"/connected-apps/{grant.pk}/revoke/")
     assert response.status_code == 302
     assert tokens.authenticate(answer["access_token"]) is None
-    assert "No app is connected" in browser.get("/connected-apps/").content.decode()
+    assert "No app is connected" in browser.get("/access/").content.decode()
     assert Event.objects.filter(action="oauth.revoke", actor="owner").exists()
 
 
