@@ -122,6 +122,10 @@ class Evaluator:
     def __init__(self, definition: Definition, armed: dict[int, datetime] | None = None) -> None:
         self.definition = definition
         self.armed: dict[int, datetime] = dict(armed or {})
+        # Found once: the engine's loop asks every held automation for them each time it wakes.
+        self._scheduled = [
+            (i, t) for i, t in enumerate(definition.triggers) if isinstance(t, TimeTrigger | SunTrigger)
+        ]
 
     def concerns(self) -> set[ChangeKey]:
         """The changes `on_change` can answer anything for (fire a trigger, start or stop a
@@ -198,9 +202,7 @@ class Evaluator:
         return Firing(index, at, _described(self.definition.triggers[index]))
 
     def scheduled(self) -> list[tuple[int, TimeTrigger | SunTrigger]]:
-        return [
-            (i, t) for i, t in enumerate(self.definition.triggers) if isinstance(t, TimeTrigger | SunTrigger)
-        ]
+        return self._scheduled
 
 
 def _change_text(change: Change) -> str:

@@ -89,7 +89,9 @@ class Loaded:
     running: asyncio.Task[None] | None = None
     queue: deque[tuple[Firing, int]] = field(default_factory=deque)
     starts: deque[datetime] = field(default_factory=deque)  # runs started in the last minute
-    upcoming: dict[int, tuple[datetime, datetime | None]] = field(default_factory=dict)  # index -> (mark, next)
+    upcoming: dict[int, tuple[datetime, datetime | None]] = field(
+        default_factory=dict
+    )  # index -> (mark, next)
 
     def next_moment(self, index: int, trigger: Any) -> datetime | None:
         """The next moment of scheduled trigger `index` after its mark. Computed once per mark:
@@ -280,8 +282,9 @@ class Engine:
                 continue
             self._hold(loaded)
             new.append(loaded)
-            await sync_to_async(services.save_state)(row.pk, self.holder, loaded.state())
         if new:
+            states = {n.held.pk: n.state() for n in new}
+            await sync_to_async(services.save_states)(self.holder, states)
             await sync_to_async(services.end_orphan_runs)([n.held.pk for n in new], self.holder)
 
     def _hold(self, loaded: Loaded) -> None:
