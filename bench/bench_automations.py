@@ -213,7 +213,8 @@ def pct(values: list[float], q: float) -> float:
 
 def show_latency(label: str, values: list[float]) -> None:
     print(
-        f"  {label:<6} n={len(values)}  p50 {pct(values, 0.5) * 1e3:6.2f} ms  p95 {pct(values, 0.95) * 1e3:6.2f} ms"
+        f"  {label:<6} n={len(values)}  p50 {pct(values, 0.5) * 1e3:6.2f} ms"
+        f"  p95 {pct(values, 0.95) * 1e3:6.2f} ms"
         f"  p99 {pct(values, 0.99) * 1e3:6.2f} ms  max {max(values) * 1e3:6.2f} ms",
         flush=True,
     )
@@ -293,7 +294,8 @@ def main() -> None:
                 wait_port(port, serve, log)
                 wait_held(1, 30)
                 print(
-                    f"latency: {args.changes} salon-on changes per side through REST, every {args.gap * 1e3:g} ms"
+                    f"latency: {args.changes} salon-on changes per side through REST, "
+                    f"every {args.gap * 1e3:g} ms"
                 )
                 latency_side(args, port, token)  # warm-up, not counted: first requests, first runs
                 peer = latency_side(args, port, token)

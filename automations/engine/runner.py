@@ -263,7 +263,9 @@ class Engine:
     async def lease_round(self) -> None:
         """Take, renew and let go of automations; load the new and the changed ones."""
         lease = timedelta(seconds=settings.AUTOMATION_LEASE_SECONDS)
-        held = {h.name: h for h in await sync_to_async(services.claim_round)(self.holder, lease)}
+        known = {loaded.held.pk: loaded.held for loaded in self.loaded.values()}
+        claimed = await sync_to_async(services.claim_round)(self.holder, lease, known)
+        held = {h.name: h for h in claimed}
         for name, loaded in list(self.loaded.items()):
             if name not in held:
                 await self._drop(loaded, "disabled, deleted or held by another process")
