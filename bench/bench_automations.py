@@ -31,7 +31,7 @@ run_automations` running, holding the 1,000 above plus `--thresholds` sensor aut
 the zone being ingested (thresholds spread over the values sent, each crossed once: a notify
 action). Rounds alternate without/with; the ratio is per round.
 
-    .venv/bin/python bench/bench_automations.py                       # SQLite, ~1.5 minutes
+    .venv/bin/python bench/bench_automations.py                       # SQLite, ~2.5 minutes
     .venv/bin/python bench/bench_automations.py --database-url postgres://postgres@127.0.0.1:5432/postgres
 """
 
@@ -297,7 +297,8 @@ def main() -> None:
                     f"latency: {args.changes} salon-on changes per side through REST, "
                     f"every {args.gap * 1e3:g} ms"
                 )
-                latency_side(args, port, token)  # warm-up, not counted: first requests, first runs
+                warm_up = argparse.Namespace(**{**vars(args), "changes": min(50, args.changes)})
+                latency_side(warm_up, port, token)  # not counted: first requests, first runs
                 peer = latency_side(args, port, token)
                 show_latency("peer", peer)
                 create(others, owner)
