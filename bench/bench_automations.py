@@ -76,6 +76,7 @@ def mix(count: int) -> list[dict[str, Any]]:
     out = []
     for i in range(count):
         kind = i % 5
+        trigger: dict[str, Any]
         if kind == 0:
             trigger = {"type": "light", "name": lights[i % 3], "to": "on" if i % 2 else "off"}
         elif kind == 1:
