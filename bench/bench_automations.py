@@ -31,7 +31,7 @@ run_automations` running, holding the 1,000 above plus `--thresholds` sensor aut
 the zone being ingested (thresholds spread over the values sent, each crossed once: a notify
 action). Rounds alternate without/with; the ratio is per round.
 
-    .venv/bin/python bench/bench_automations.py                       # SQLite, ~2.5 minutes
+    .venv/bin/python bench/bench_automations.py                       # SQLite, ~2.5 minutes; PostgreSQL ~3.5
     .venv/bin/python bench/bench_automations.py --database-url postgres://postgres@127.0.0.1:5432/postgres
 """
 
@@ -230,7 +230,7 @@ def main() -> None:
         "--redis-url", default=REDIS_BENCH_URL, help="with --database-url: a Redis db (flushed)"
     )
     parser.add_argument("--automations", type=int, default=1000, help="enabled automations (with the match)")
-    parser.add_argument("--changes", type=int, default=300, help="salon-on changes per side")
+    parser.add_argument("--changes", type=int, default=250, help="salon-on changes per side")
     parser.add_argument("--gap", type=float, default=0.03, help="seconds between changes")
     parser.add_argument("--thresholds", type=int, default=50, help="sensor automations on the ingested zone")
     parser.add_argument("--mqtt-count", type=int, default=30_000, help="QoS 1 readings per ingestion phase")
