@@ -36,6 +36,7 @@ from automations.definition import (
 )
 
 ChangeKind = Literal["light", "alarm", "presence", "sensor", "agent"]
+ChangeKey = tuple[ChangeKind, str | None]  # a change's kind and name; None: any name
 
 
 def sensor_key(zone: str, channel: str) -> str:
@@ -53,6 +54,11 @@ class Change:
     value: bool | float
     at: datetime
     by: str = ""
+
+
+def change_keys(change: Change) -> tuple[ChangeKey, ChangeKey]:
+    """The keys of `Evaluator.concerns` a change is for: its own and its kind's (any name)."""
+    return (change.kind, change.name), (change.kind, None)
 
 
 @dataclass
@@ -116,6 +122,29 @@ class Evaluator:
     def __init__(self, definition: Definition, armed: dict[int, datetime] | None = None) -> None:
         self.definition = definition
         self.armed: dict[int, datetime] = dict(armed or {})
+        # Found once: the engine's loop asks every held automation for them each time it wakes.
+        self._scheduled = [
+            (i, t) for i, t in enumerate(definition.triggers) if isinstance(t, TimeTrigger | SunTrigger)
+        ]
+
+    def concerns(self) -> set[ChangeKey]:
+        """The changes `on_change` can answer anything for (fire a trigger, start or stop a
+        `for_seconds` timer): `(kind, name)`, with name None for every change of that kind (a
+        presence trigger on everyone or anyone). Every other change leaves this evaluator as
+        it was and fires nothing, so an engine need only hand it those (`change_keys`)."""
+        keys: set[ChangeKey] = set()
+        for trigger in self.definition.triggers:
+            if isinstance(trigger, LightTrigger):
+                keys.add(("light", trigger.name))
+            elif isinstance(trigger, AlarmTrigger):
+                keys.add(("alarm", ""))
+            elif isinstance(trigger, PresenceTrigger):
+                keys.add(("presence", trigger.person))
+            elif isinstance(trigger, AgentTrigger):
+                keys.add(("agent", trigger.agent))
+            elif isinstance(trigger, SensorTrigger):
+                keys.add(("sensor", sensor_key(trigger.zone, trigger.channel)))
+        return keys
 
     def on_change(self, change: Change, before: HomeView, after: HomeView) -> list[Firing]:
         fired: list[Firing] = []
@@ -173,9 +202,7 @@ class Evaluator:
         return Firing(index, at, _described(self.definition.triggers[index]))
 
     def scheduled(self) -> list[tuple[int, TimeTrigger | SunTrigger]]:
-        return [
-            (i, t) for i, t in enumerate(self.definition.triggers) if isinstance(t, TimeTrigger | SunTrigger)
-        ]
+        return self._scheduled
 
 
 def _change_text(change: Change) -> str:
