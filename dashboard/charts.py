@@ -28,14 +28,14 @@ TICK_STEPS = {"hour": timedelta(minutes=10), "day": timedelta(hours=4), "week": 
 HOVER_POINTS = 240  # at most this many hover targets per chart (the page stays light)
 
 
-def nice_step(span: float, count: int = 4) -> float:
+def nice_step(span: float, count: int = 5) -> float:
     """The round step (1, 2 or 5 times a power of ten) that cuts `span` into about `count`."""
     raw = span / count
     magnitude = 10 ** math.floor(math.log10(raw))
     return next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw * 0.999)
 
 
-def nice_ticks(low: float, high: float, count: int = 4) -> list[float]:
+def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
     """Round values from at or below `low` to at or above `high`: `[20, 21, 22, 23]`."""
     if low == high:
         pad = abs(low) * 0.1 or 1.0
@@ -129,13 +129,11 @@ def line_chart(
         tick += step
     base = HEIGHT - BOTTOM
     if bands:
-        ends = [at for at, _ in points[1:]] + [until]
-        for (at, value), end in zip(points, ends, strict=True):
-            if value >= 0.5:
-                parts.append(
-                    f'<rect class="band" x="{x(at):.1f}" y="{TOP}" width="{max(x(end) - x(at), 1):.1f}" '
-                    f'height="{plot_h}"/>'
-                )
+        for start, end in _occupied(points, until):
+            parts.append(
+                f'<rect class="band" x="{x(start):.1f}" y="{TOP}" width="{max(x(end) - x(start), 1):.1f}" '
+                f'height="{plot_h}"/>'
+            )
         parts.append(f'<line class="grid" x1="{LEFT}" x2="{width - RIGHT}" y1="{base}" y2="{base}"/>')
         occupied = units.channel(channel).states or ("", "")
         parts.append(
@@ -180,3 +178,19 @@ def _hover_points(
             for at, v in picked
         )
     )
+
+
+def _occupied(points: list[tuple[datetime, float]], until: datetime) -> list[tuple[datetime, datetime]]:
+    """The stretches a two-state channel was on: from a reading of 1 to the next reading of 0
+    (or `until`, if it is still on)."""
+    stretches: list[tuple[datetime, datetime]] = []
+    began: datetime | None = None
+    for at, value in points:
+        if value >= 0.5 and began is None:
+            began = at
+        elif value < 0.5 and began is not None:
+            stretches.append((began, at))
+            began = None
+    if began is not None:
+        stretches.append((began, until))
+    return stretches
