@@ -73,7 +73,6 @@ def home(request: HttpRequest) -> HttpResponse:
             "page": "home",
             "rooms": rooms,
             "elsewhere": elsewhere if any(elsewhere.values()) else None,
-            "any_light_on": any(light["on"] for light in home_reads.lights()),
             "scenes": rooms_reads.scenes(),
             "alarm": home_reads.alarm(),
             "people": people,

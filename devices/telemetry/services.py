@@ -20,6 +20,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.models import Field, Model
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from audit.services import record_event
 from common.pruning import delete_in_chunks
@@ -219,11 +220,11 @@ def set_sensor_label(key: SensorKey, label: str, *, actor: str, interface: str) 
     channel). One transaction with its audit event; the stripped label is returned."""
     label = " ".join(label.split())
     if len(label) > LABEL_MAX_CHARS:
-        raise LabelError(f"label: at most {LABEL_MAX_CHARS} characters.")
+        raise LabelError(gettext("label: at most %(count)d characters.") % {"count": LABEL_MAX_CHARS})
     with transaction.atomic():
         sensor = Sensor.objects.select_for_update().filter(key.filter()).first()
         if sensor is None:
-            raise LabelError(f"sensor: no sensor {key.path}.")
+            raise LabelError(gettext("sensor: no sensor %(path)s.") % {"path": key.path})
         if sensor.label != label:
             before = sensor.label
             sensor.label = label
