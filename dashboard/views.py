@@ -15,13 +15,14 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.translation import gettext, ngettext
 from django.views.decorators.http import require_GET, require_POST
 
 from audit import selectors as audit_reads
 from audit.models import Event
 from automations import selectors as rooms_reads
 from common import roles
-from dashboard import toolresults
+from dashboard import readings, toolresults
 from dashboard.access import role_required, wants_json
 from dashboard.charts import NARROW, line_chart
 from dashboard.toolforms import arguments_from, fields_for
@@ -35,6 +36,8 @@ from devices.home import services
 from devices.home.errors import HomeError
 from devices.mqtt import status as mqtt_status
 from devices.telemetry import selectors as telemetry_reads
+from devices.telemetry import services as telemetry
+from devices.telemetry import units
 from devices.xiaozhi import selectors as xiaozhi_reads
 from devices.xiaozhi import services as xiaozhi
 from mcp_endpoint.engine.pipeline import ToolRefused, call_tool_or_raise
@@ -62,14 +65,13 @@ def home(request: HttpRequest) -> HttpResponse:
     """One card per room (its lights, latest values and devices), then what is in no room;
     the scenes one click away."""
     people = home_reads.people()
-    rooms = rooms_reads.rooms()
-    elsewhere = rooms["elsewhere"]
+    rooms, elsewhere = _rooms_with_tiles()
     return render(
         request,
         "dashboard/home.html",
         {
             "page": "home",
-            "rooms": rooms["rooms"],
+            "rooms": rooms,
             "elsewhere": elsewhere if any(elsewhere.values()) else None,
             "scenes": rooms_reads.scenes(),
             "alarm": home_reads.alarm(),
@@ -77,6 +79,20 @@ def home(request: HttpRequest) -> HttpResponse:
             "home_count": sum(p["present"] for p in people),
         },
     )
+
+
+def _rooms_with_tiles() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The rooms (and what is in none) with their readings shaped as tiles: named, in their
+    units, stale ones marked."""
+    found = rooms_reads.rooms()
+    by_zone = {zone: room["name"] for room in found["rooms"] for zone in room["zones"]}
+    labels, stale = telemetry_reads.sensor_labels(), telemetry_reads.stale_sensors()
+
+    def shaped(contents: Any) -> dict[str, Any]:
+        sensors = readings.tiles(contents["sensors"], rooms_by_zone=by_zone, labels=labels, stale=stale)
+        return {**contents, "sensors": sensors}
+
+    return [shaped(room) for room in found["rooms"]], shaped(found["elsewhere"])
 
 
 def _call(tool: str, who: dict[str, str], **arguments: Any) -> None:
@@ -106,6 +122,27 @@ def switch_light(request: HttpRequest, name: str) -> HttpResponse:
     return _change(
         request, name, "on", lambda value, **who: _call("set_light_state", who, name=name, on=value)
     )
+
+
+@require_POST
+@role_required(roles.SWITCH_LIGHTS)
+def all_lights_off(request: HttpRequest) -> HttpResponse:
+    """Switch off every light that is on, each through the one tool-call pipeline (audited as
+    any light switched from the dashboard)."""
+    who = {"actor": _actor(request), "interface": DASHBOARD}
+    switched = [light["name"] for light in home_reads.lights() if light["on"]]
+    for name in switched:
+        _call("set_light_state", who, name=name, on=False)
+    if wants_json(request):
+        return JsonResponse({"off": switched})
+    messages.success(
+        request,
+        ngettext("%(count)d light switched off.", "%(count)d lights switched off.", len(switched))
+        % {"count": len(switched)}
+        if switched
+        else gettext("All lights were already off."),
+    )
+    return redirect("dashboard:home")
 
 
 def set_alarm(request: HttpRequest) -> HttpResponse:
@@ -144,9 +181,12 @@ def set_presence(request: HttpRequest, name: str) -> HttpResponse:
 @require_GET
 @role_required(roles.SEE_HOME)
 def sensors(request: HttpRequest) -> HttpResponse:
-    return render(
-        request, "dashboard/sensors.html", {"page": "sensors", "sensors": telemetry_reads.latest_readings()}
-    )
+    """The latest readings grouped by room (in the rooms' order), those in no room last."""
+    rooms, elsewhere = _rooms_with_tiles()
+    groups = [{"name": room["name"], "sensors": room["sensors"]} for room in rooms if room["sensors"]]
+    if elsewhere["sensors"]:
+        groups.append({"name": "", "sensors": elsewhere["sensors"]})
+    return render(request, "dashboard/sensors.html", {"page": "sensors", "groups": groups})
 
 
 @require_GET
@@ -163,7 +203,9 @@ def sensor_detail(
     series = telemetry_reads.sensor_series(key, range_name)
     latest = telemetry_reads.sensor_readings(key).values("value", "unit", "measured_at").first()
     values = [v for _, v in series["points"]]
-    title = f"{channel.replace('_', ' ')} in {zone} over the last {range_name}"
+    rooms, elsewhere = _rooms_with_tiles()
+    tile = next(s for contents in [*rooms, elsewhere] for s in contents["sensors"] if s["path"] == key.path)
+    title = gettext("%(name)s over the last %(range)s") % {"name": tile["name"], "range": range_name}
     return render(
         request,
         "dashboard/sensor_detail.html",
@@ -172,13 +214,48 @@ def sensor_detail(
             "key": key,
             "range": range_name,
             "ranges": list(telemetry_reads.RANGES),
-            "chart": line_chart(series, range_name, title, css="chart-wide"),
-            "chart_narrow": line_chart(series, range_name, title, width=NARROW, css="chart-narrow"),
+            "tile": tile,
+            "chart": line_chart(series, range_name, title, channel=channel, css="chart-wide"),
+            "chart_narrow": line_chart(
+                series, range_name, title, channel=channel, width=NARROW, css="chart-narrow"
+            ),
             "latest": latest,
-            "stats": {"min": min(values), "max": max(values), "count": len(values)} if values else None,
-            "recent": list(telemetry_reads.sensor_readings(key).values("value", "unit", "measured_at")[:10]),
+            "stats": {
+                "low": units.text(channel, min(values), series["unit"]),
+                "high": units.text(channel, max(values), series["unit"]),
+                "count": len(values),
+            }
+            if values and not units.is_state(channel)
+            else None,
+            "recent": [
+                {"measured_at": row["measured_at"], "text": units.text(channel, row["value"], row["unit"])}
+                for row in telemetry_reads.sensor_readings(key).values("value", "unit", "measured_at")[:10]
+            ],
+            "label_max": telemetry.LABEL_MAX_CHARS,
         },
     )
+
+
+@require_POST
+@role_required(roles.MANAGE_DEVICES)
+def sensor_label(
+    request: HttpRequest, zone: str, device_type: str, device_id: str, channel: str
+) -> HttpResponse:
+    """An owner names a sensor (blank: back to the name made from its room and channel)."""
+    key = telemetry_reads.SensorKey(zone, device_type, device_id, channel)
+    try:
+        label = telemetry.set_sensor_label(
+            key, request.POST.get("label", ""), actor=_actor(request), interface=DASHBOARD
+        )
+    except telemetry.LabelError as error:
+        if wants_json(request):
+            return JsonResponse({"error": str(error)}, status=400)
+        messages.error(request, str(error))
+    else:
+        if wants_json(request):
+            return JsonResponse({"label": label})
+        messages.success(request, gettext("Sensor renamed.") if label else gettext("Sensor name reset."))
+    return redirect("dashboard:sensor", zone, device_type, device_id, channel)
 
 
 # --- devices ---------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "django.contrib.humanize",  # relative times ("2 minutes ago") in both languages
     "channels",
     "common",
     "mcp_endpoint",

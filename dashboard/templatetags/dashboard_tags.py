@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django import template
+from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.utils import dateformat, timezone
+from django.utils.translation import gettext
 
 register = template.Library()
 
@@ -47,3 +49,13 @@ def clock(value: datetime | None) -> str:
     local = timezone.localtime(value)
     same_day = local.date() == timezone.localdate()
     return dateformat.format(local, "H:i" if same_day else "j M H:i")
+
+
+@register.filter
+def ago(value: datetime | None) -> str:
+    """A past moment relative to now: "just now" within a minute, else "2 minutes ago"."""
+    if value is None:
+        return ""
+    if timezone.now() - value < timedelta(minutes=1):
+        return gettext("just now")
+    return naturaltime(value)

@@ -48,7 +48,10 @@ class TelemetryReading(SensorValue):
 
 class Sensor(SensorValue):
     """A sensor's latest reading, kept current by the MQTT worker so that "the newest value
-    of every sensor" never scans the history."""
+    of every sensor" never scans the history. `label` is the owner's name for it (blank: the
+    dashboard names it from its room and channel); the worker's upsert leaves it alone."""
+
+    label = models.CharField(max_length=100, blank=True, db_default="")
 
     class Meta:
         db_table = "devices_sensor"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from itertools import pairwise
 from typing import TypedDict
 
 from django.db.models import Q, QuerySet
@@ -88,3 +89,48 @@ def sensor_series(key: SensorKey, range_name: str, *, max_points: int = 2000) ->
         rows = [rows[int(i * step)] for i in range(max_points - 1)] + [rows[-1]]
     unit = rows[-1][2] if rows else ""
     return {"since": since, "until": now, "unit": unit, "points": [(at, value) for at, value, _ in rows]}
+
+
+def sensor_labels() -> dict[str, str]:
+    """The labels owners gave sensors, by path (sensors without one are left out)."""
+    return {
+        f"{zone}/{device_type}/{device_id}/{channel}": label
+        for zone, device_type, device_id, channel, label in Sensor.objects.exclude(label="").values_list(
+            *SENSOR_FIELDS, "label"
+        )
+    }
+
+
+DEFAULT_INTERVAL = timedelta(minutes=5)  # a sensor with too few readings to tell its own
+STALE_AFTER = 3  # usual intervals without a reading
+RECENT_READINGS = 11  # the gaps between these tell a sensor's usual interval
+MIN_INTERVAL = timedelta(seconds=10)  # a burst of readings does not make a sensor "stale" in seconds
+
+
+def usual_interval(times: list[datetime]) -> timedelta:
+    """The median gap between `times` (newest first); DEFAULT_INTERVAL with fewer than two."""
+    gaps = sorted(abs(a - b) for a, b in pairwise(times))
+    if not gaps:
+        return DEFAULT_INTERVAL
+    middle = len(gaps) // 2
+    median = gaps[middle] if len(gaps) % 2 else (gaps[middle - 1] + gaps[middle]) / 2
+    return max(median, MIN_INTERVAL)
+
+
+def is_stale(times: list[datetime], now: datetime) -> bool:
+    """Whether a sensor whose latest readings came at `times` (newest first) has been silent
+    for longer than STALE_AFTER of its usual intervals."""
+    return bool(times) and now - times[0] > STALE_AFTER * usual_interval(times)
+
+
+def stale_sensors(now: datetime | None = None) -> set[str]:
+    """The paths of the sensors whose latest reading is older than they usually wait (one
+    indexed look at each sensor's newest readings)."""
+    now = now or timezone.now()
+    stale = set()
+    for zone, device_type, device_id, channel in Sensor.objects.values_list(*SENSOR_FIELDS):
+        key = SensorKey(zone, device_type, device_id, channel)
+        times = list(sensor_readings(key).values_list("measured_at", flat=True)[:RECENT_READINGS])
+        if is_stale(times, now):
+            stale.add(key.path)
+    return stale

@@ -20,11 +20,14 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.models import Field, Model
 from django.utils import timezone
+from django.utils.translation import gettext
 
+from audit.services import record_event
 from common.pruning import delete_in_chunks
 from common.storable import storable_text
 from devices.telemetry.models import MqttDelivery, RejectedMessage, Sensor, TelemetryReading
 from devices.telemetry.parsing import Reading, describe
+from devices.telemetry.selectors import SensorKey
 
 MAX_TOPIC_CHARS = 255
 ROWS_PER_STATEMENT = 1000  # 3,000 parameters: within SQLite's limit (32,766)
@@ -203,3 +206,35 @@ def prune_telemetry(older_than: timedelta) -> int:
     """Delete readings measured before now - `older_than`, in short transactions. Each
     sensor's latest value stays."""
     return delete_in_chunks(TelemetryReading.objects.filter(measured_at__lt=timezone.now() - older_than))
+
+
+LABEL_MAX_CHARS = 100
+
+
+class LabelError(ValueError):
+    """A sensor's label that cannot be kept; the message names the field."""
+
+
+def set_sensor_label(key: SensorKey, label: str, *, actor: str, interface: str) -> str:
+    """Name a sensor as the household calls it (blank: back to the name made from its room and
+    channel). One transaction with its audit event; the stripped label is returned."""
+    label = " ".join(label.split())
+    if len(label) > LABEL_MAX_CHARS:
+        raise LabelError(gettext("label: at most %(count)d characters.") % {"count": LABEL_MAX_CHARS})
+    with transaction.atomic():
+        sensor = Sensor.objects.select_for_update().filter(key.filter()).first()
+        if sensor is None:
+            raise LabelError(gettext("sensor: no sensor %(path)s.") % {"path": key.path})
+        if sensor.label != label:
+            before = sensor.label
+            sensor.label = label
+            sensor.save(update_fields=["label"])
+            record_event(
+                actor=actor,
+                interface=interface,
+                action="sensor.label",
+                target=f"sensor:{key.path}",
+                before={"label": before},
+                after={"label": label},
+            )
+    return label

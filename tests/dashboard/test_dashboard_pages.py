@@ -105,7 +105,10 @@ def test_home_shows_lights_by_room_alarm_people_sensors_agents(staff_client, hom
     assert 'data-alarm="disarmed"' in html
     assert 'data-person="Carlos"' in html
     assert "Kitchen speaker" in html
-    assert "Temperature" in html and "°C" in html
+    assert "Salon temperature" in html  # named from its zone (in no room) and channel, not its device
+    assert '20<span class="tile-unit"> °C</span>' in html  # 20.0 rounded, its unit beside it
+    assert "Cocina humidity" in html and '55<span class="tile-unit"> %</span>' in html
+    assert "just now" in html
 
 
 def test_switch_light_is_audited_as_dashboard(staff_client, home):

@@ -341,6 +341,28 @@
     setTimeout(tick, 300);
   }
 
+  // A chart's value under the pointer (or finger): the nearest point of its data-points.
+  document.addEventListener("pointermove", function (ev) {
+    var svg = ev.target.closest && ev.target.closest("svg[data-points]");
+    document.querySelectorAll("svg[data-points] .hover").forEach(function (g) { if (!svg || !svg.contains(g)) g.setAttribute("hidden", ""); });
+    if (!svg) return;
+    var at = new DOMPoint(ev.clientX, ev.clientY).matrixTransform(svg.getScreenCTM().inverse());
+    var best = null, gap = Infinity;
+    svg.dataset.points.split(";").forEach(function (p) {
+      var f = p.split(","), d = Math.abs(+f[0] - at.x);
+      if (d < gap) { gap = d; best = f; }
+    });
+    var g = svg.querySelector(".hover"), x = +best[0], y = +best[1], box = svg.viewBox.baseVal;
+    var line = g.querySelector("line"), dot = g.querySelector("circle"), text = g.querySelector("text"), rect = g.querySelector("rect");
+    line.setAttribute("x1", x); line.setAttribute("x2", x); line.setAttribute("y1", 28); line.setAttribute("y2", box.height - 36);
+    dot.setAttribute("cx", x); dot.setAttribute("cy", y);
+    text.textContent = best.slice(2).join(",");
+    g.removeAttribute("hidden");
+    var w = text.getComputedTextLength() + 16, left = Math.min(Math.max(x - w / 2, 0), box.width - w);
+    text.setAttribute("x", left + 8); text.setAttribute("y", 20);
+    rect.setAttribute("x", left); rect.setAttribute("y", 4); rect.setAttribute("width", w); rect.setAttribute("height", 22);
+  });
+
   document.addEventListener("submit", runTool);
   document.addEventListener("DOMContentLoaded", function () {
     enhance();
