@@ -21,6 +21,7 @@ from audit import selectors as audit_reads
 from audit.models import Event
 from automations import selectors as rooms_reads
 from common import roles
+from dashboard import activity as activity_reads
 from dashboard import toolresults
 from dashboard.access import role_required, wants_json
 from dashboard.charts import NARROW, line_chart
@@ -42,7 +43,6 @@ from mcp_endpoint.engine.tools import Caller
 from mcp_endpoint.transports.outbound import endpoints as mcp_endpoints
 
 DASHBOARD = Event.Interface.DASHBOARD
-EVENTS_PER_PAGE = 25
 
 
 def _flag(value: str | None) -> bool:
@@ -325,8 +325,7 @@ def activity(request: HttpRequest) -> HttpResponse:
         "actor": request.GET.get("actor", "").strip()[:150],
         "target": request.GET.get("target", "").strip()[:200],
     }
-    found = audit_reads.events(**filters)
-    page = Paginator(found, EVENTS_PER_PAGE).get_page(request.GET.get("page"))
+    page, rows = activity_reads.page(filters, request.GET.get("page"))
     query = urlencode({k: v for k, v in filters.items() if v})
     return render(
         request,
@@ -334,6 +333,7 @@ def activity(request: HttpRequest) -> HttpResponse:
         {
             "page": "activity",
             "events": page,
+            "rows": rows,
             "filters": filters,
             "interfaces": Event.Interface.values,
             "actions": audit_reads.event_actions(),
