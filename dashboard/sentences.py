@@ -149,11 +149,9 @@ def event_sentence(event: Any, light_labels: Mapping[str, str] | None = None) ->
         if after.get("ok") is False:
             what += ", " + _("which failed")
     elif action == "fel.batch":
-        count, invalid = after.get("count", 0), after.get("invalid", 0)
-        what = _("uploaded a batch of %(count)s invoices (%(invalid)s invalid)") % {
-            "count": count,
-            "invalid": invalid,
-        }
+        what = _("uploaded a batch of %(count)s invoices") % {"count": after.get("count", 0)}
+        if after.get("invalid"):
+            what += " " + _("(%(invalid)s with issues)") % {"invalid": after["invalid"]}
     elif action in VERBS:
         what = _(VERBS[action]).format(name=name)
     else:
