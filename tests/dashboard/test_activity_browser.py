@@ -53,7 +53,7 @@ def test_requests_and_activity_in_sentences(daphne_server, owner, browser, tmp_p
         at_size(browser, base, size, batch)
 
 
-def at_size(browser, base: str, size: str, batch: int) -> None:  # noqa: F811
+def at_size(browser, base: str, size: str, batch: int) -> None:  # noqa: F811 (the fixture, passed on)
     context = browser.new_context(viewport=SIZES[size])
     page = context.new_page()
     violations = csp_violations(page)
