@@ -121,6 +121,19 @@ def run_batch(
     )
 
 
+def record_batch(outcome: BatchOutcome, *, folder: str, actor: str, interface: str) -> None:
+    """Audit a `run_batch` made outside a job (the `fel_batch` tool) as one event, which the
+    home's activity shows for the batch's files (recorded as `BATCH_FILE`); a job records its
+    own (`batch_jobs`)."""
+    record_event(
+        actor=actor,
+        interface=interface,
+        action="fel.batch",
+        target=f"folder:{folder}"[:200],
+        after={"state": "done", "count": outcome.count, "invalid": outcome.invalid},
+    )
+
+
 def rerender_invoice(invoice: Invoice, *, actor: str, interface: str) -> Invoice:
     """Rebuild the PDF of a recorded invoice from its stored XML, with today's branding."""
     root = fel_root()
