@@ -134,6 +134,7 @@ def event_sentence(event: Any, light_labels: Mapping[str, str] | None = None) ->
     name = target.partition(":")[2] or target
     after = event.after if isinstance(event.after, dict) else {}
     who, where = _who(event.actor, event.interface), _where(event.interface)
+    tail = ""  # after the door: how a call ended
     if action == "light.set" and "on" in after:
         state = _("on") if after["on"] else _("off")
         what = _("switched the %(light)s light %(state)s") % {
@@ -147,7 +148,9 @@ def event_sentence(event: Any, light_labels: Mapping[str, str] | None = None) ->
     elif action == "tool.call":
         what = _("called %(tool)s") % {"tool": name}
         if after.get("ok") is False:
-            what += ", " + _("which failed")
+            tail = ", " + _("which failed")
+        if after.get("confirmation"):
+            tail += f" ({after['confirmation']})"
     elif action == "fel.batch":
         what = _("uploaded a batch of %(count)s invoices") % {"count": after.get("count", 0)}
         if after.get("invalid"):
@@ -156,7 +159,7 @@ def event_sentence(event: Any, light_labels: Mapping[str, str] | None = None) ->
         what = _(VERBS[action]).format(name=name)
     else:
         what = _("did %(action)s on %(target)s") % {"action": action, "target": target or "—"}
-    return f"{who} {what}{where}"
+    return f"{who} {what}{where}{tail}"
 
 
 def targets_named(query: str, named: Iterable[tuple[str, str]]) -> list[str]:

@@ -61,6 +61,14 @@ def test_events_read_as_sentences():
         after={"ok": True, "ms": 1.4},
     )
     assert call == "Claude called get_all_states through /mcp"
+    refused = sentence(
+        actor="Claude",
+        interface="mcp-http",
+        action="tool.call",
+        target="tool:set_alarm_state",
+        after={"ok": False, "ms": 3.0, "confirmation": "denied by maria"},
+    )
+    assert refused == "Claude called set_alarm_state through /mcp, which failed (denied by maria)"
     alarm = sentence(
         actor="Noche", interface="automation", action="alarm.set", target="alarm", after={"armed": True}
     )
