@@ -152,7 +152,7 @@ def event_sentence(event: Any, light_labels: Mapping[str, str] | None = None) ->
         if after.get("confirmation"):
             tail += f" ({after['confirmation']})"
     elif action == "fel.batch":
-        what = _("uploaded a batch of %(count)s invoices") % {"count": after.get("count", 0)}
+        what = _("processed a batch of %(count)s invoices") % {"count": after.get("count", 0)}
         if after.get("invalid"):
             what += " " + _("(%(invalid)s with issues)") % {"invalid": after["invalid"]}
     elif action in VERBS:

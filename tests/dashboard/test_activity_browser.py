@@ -84,7 +84,7 @@ def at_size(browser, base: str, size: str, batch: int) -> None:  # noqa: F811 (t
     assert change.is_visible() and change.inner_text() == "on: no → on: yes"
 
     # The 3-file batch: one row, leading to the batch.
-    batch_rows = rows.filter(has_text="uploaded a batch of 3 invoices")
+    batch_rows = rows.filter(has_text="processed a batch of 3 invoices")
     assert batch_rows.count() == 1
     assert batch_rows.get_by_role("link").get_attribute("href") == f"/invoices/batches/{batch}/"
     assert rows.filter(has_text="recorded the invoice").count() == 0

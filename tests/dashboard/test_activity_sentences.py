@@ -80,7 +80,7 @@ def test_events_read_as_sentences():
         target="batch:7",
         after={"state": "done", "count": 240, "invalid": 0},
     )
-    assert batch == "boss uploaded a batch of 240 invoices from the dashboard"
+    assert batch == "boss processed a batch of 240 invoices from the dashboard"
     odd = sentence(actor="", interface="system", action="thing.odd", target="x:y")
     assert odd == "The hub did thing.odd on x:y"
 

@@ -70,7 +70,7 @@ def test_dashboard_batch_reports_each_file_and_offers_downloads(staff_client, fe
 
     # the home's Activity: the batch is one row leading to it, not one row per file
     activity = staff_client.get("/activity/").content.decode()
-    assert "boss uploaded a batch of 3 invoices (2 with issues) from the dashboard" in activity
+    assert "boss processed a batch of 3 invoices (2 with issues) from the dashboard" in activity
     assert f'href="/invoices/batches/{job.pk}/"' in activity and "<code>fel.batch.file</code>" not in activity
     files = staff_client.get("/activity/", {"action": "fel.batch.file"}).content.decode()
     assert "<code>fel.batch.file</code>" in files  # asked for by name, the files are there
