@@ -14,6 +14,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from common import roles
 from dashboard.access import forbidden, role_required
+from dashboard.activity import light_labels
+from dashboard.sentences import request_sentence
 from mcp_endpoint.controls import confirmation
 from mcp_endpoint.engine.registry import registry
 from mcp_endpoint.models import PendingConfirmation
@@ -22,12 +24,26 @@ from mcp_endpoint.models import PendingConfirmation
 @require_GET
 @role_required(roles.DECIDE_REQUESTS)
 def requests(request: HttpRequest) -> HttpResponse:
+    labels = light_labels()
     context = {
         "page": "requests",
-        "open": confirmation.open_requests(),
-        "recent": confirmation.recent_requests(),
+        "open": [(row, sentence(row, labels)) for row in confirmation.open_requests()],
+        "recent": [(row, sentence(row, labels)) for row in confirmation.recent_requests()],
     }
     return render(request, "dashboard/requests.html", context)
+
+
+def sentence(row: PendingConfirmation, labels: dict[str, str]) -> str:
+    """ "Claude (through /mcp) asks to disarm the alarm": the request as the person reads it."""
+    tool = registry.get_declared(row.tool)
+    return request_sentence(
+        row.actor,
+        row.interface,
+        row.tool,
+        row.arguments,
+        title=tool.title if tool else None,
+        light_labels=labels,
+    )
 
 
 def needed_for(pk: int) -> str | None:
@@ -62,7 +78,13 @@ def request_page(request: HttpRequest, pk: int) -> HttpResponse:
             return redirect("dashboard:request", pk)
         return redirect("dashboard:requests")
     details = confirmation.request_detail(registry.get_declared(row.tool), row.arguments)
-    context = {"page": "requests", "req": row, "waiting": confirmation.is_open(row), "details": details}
+    context = {
+        "page": "requests",
+        "req": row,
+        "sentence": sentence(row, light_labels()),
+        "waiting": confirmation.is_open(row),
+        "details": details,
+    }
     return render(request, "dashboard/request.html", context)
 
 

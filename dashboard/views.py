@@ -10,7 +10,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -22,6 +21,7 @@ from audit import selectors as audit_reads
 from audit.models import Event
 from automations import selectors as rooms_reads
 from common import roles
+from dashboard import activity as activity_reads
 from dashboard import readings, toolresults
 from dashboard.access import role_required, wants_json
 from dashboard.charts import NARROW, line_chart
@@ -45,7 +45,6 @@ from mcp_endpoint.engine.tools import Caller
 from mcp_endpoint.transports.outbound import endpoints as mcp_endpoints
 
 DASHBOARD = Event.Interface.DASHBOARD
-EVENTS_PER_PAGE = 25
 
 
 def _flag(value: str | None) -> bool:
@@ -402,8 +401,7 @@ def activity(request: HttpRequest) -> HttpResponse:
         "actor": request.GET.get("actor", "").strip()[:150],
         "target": request.GET.get("target", "").strip()[:200],
     }
-    found = audit_reads.events(**filters)
-    page = Paginator(found, EVENTS_PER_PAGE).get_page(request.GET.get("page"))
+    page, rows = activity_reads.page(filters, request.GET.get("page"))
     query = urlencode({k: v for k, v in filters.items() if v})
     return render(
         request,
@@ -411,6 +409,7 @@ def activity(request: HttpRequest) -> HttpResponse:
         {
             "page": "activity",
             "events": page,
+            "rows": rows,
             "filters": filters,
             "interfaces": Event.Interface.values,
             "actions": audit_reads.event_actions(),

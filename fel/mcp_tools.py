@@ -141,6 +141,9 @@ def fel_batch(params: FelBatchInput, ctx: ToolContext) -> FelBatchOutput:
     except FelError as exc:
         ctx.log_sync("warning", {"message": "Lote no procesado", "error": str(exc)}, logger=LOGGER)
         raise ToolError(str(exc)) from None
+    services.record_batch(
+        outcome, folder=params.dir_xml, actor=ctx.caller.actor, interface=ctx.caller.interface
+    )
     summary = {
         "message": "Lote terminado",
         "count": outcome.count,

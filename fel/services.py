@@ -11,6 +11,7 @@ from pathlib import Path
 
 from django.db import transaction
 
+from audit.selectors import BATCH_FILE
 from audit.services import record_event
 from fel import batch as batch_engine
 from fel.config import batch_workers, branding, max_xml_bytes, output_dir
@@ -102,7 +103,7 @@ def run_batch(
     if progress and done:
         progress(done, total, "archivos rechazados por su ruta")
     for result in batch_engine.run(jobs, brand, max_xml_bytes(), batch_workers()):
-        record_invoice(result, actor=actor, interface=interface)
+        record_invoice(result, actor=actor, interface=interface, in_batch=True)
         entry = batch_engine.manifest_entry(result, display_path)
         entries.append(entry)
         if on_entry:
@@ -120,6 +121,19 @@ def run_batch(
     )
 
 
+def record_batch(outcome: BatchOutcome, *, folder: str, actor: str, interface: str) -> None:
+    """Audit a `run_batch` made outside a job (the `fel_batch` tool) as one event, which the
+    home's activity shows for the batch's files (recorded as `BATCH_FILE`); a job records its
+    own (`batch_jobs`)."""
+    record_event(
+        actor=actor,
+        interface=interface,
+        action="fel.batch",
+        target=f"folder:{folder}"[:200],
+        after={"state": "done", "count": outcome.count, "invalid": outcome.invalid},
+    )
+
+
 def rerender_invoice(invoice: Invoice, *, actor: str, interface: str) -> Invoice:
     """Rebuild the PDF of a recorded invoice from its stored XML, with today's branding."""
     root = fel_root()
@@ -132,11 +146,15 @@ def rerender_invoice(invoice: Invoice, *, actor: str, interface: str) -> Invoice
     return record_invoice(result, actor=actor, interface=interface) or invoice
 
 
-def record_invoice(result: Processed, *, actor: str, interface: str) -> Invoice | None:
+def record_invoice(
+    result: Processed, *, actor: str, interface: str, in_batch: bool = False
+) -> Invoice | None:
     """Create or update the Invoice of a processed document (None when it has no authorization).
 
     A valid record is never replaced by an invalid document carrying the same authorization
-    number (a tampered copy of a certified invoice): the genuine data stays.
+    number (a tampered copy of a certified invoice): the genuine data stays. A file of a batch
+    (`in_batch`) is audited as `BATCH_FILE`: the home's activity shows its batch's one summary
+    event instead of one row per file.
     """
     doc, validation = result.document, result.validation
     if doc is None or validation is None or not doc.certification.authorization:
@@ -179,7 +197,7 @@ def record_invoice(result: Processed, *, actor: str, interface: str) -> Invoice 
         record_event(
             actor=actor,
             interface=interface,
-            action="fel.invoice.record",
+            action=BATCH_FILE if in_batch else "fel.invoice.record",
             target=f"invoice:{invoice.authorization_number}",
             before=before,
             after=after,

@@ -40,15 +40,20 @@ def test_a_request_shows_live_and_is_approved_in_the_browser(daphne_server, owne
     call.start()
     home.wait_for_selector(BANNER, timeout=10_000)
     assert "1 action waits for your approval" in home.locator(BANNER).inner_text()
+    assert home.locator("#requests-count").inner_text() == "1"  # the navigation's count, live too
     approve = requests_page.get_by_role("button", name="Approve")
     approve.wait_for(timeout=10_000)
-    assert "assistant" in requests_page.locator("#requests-open").inner_text()
+    assert (
+        "assistant (through /mcp) asks to disarm the alarm"
+        in requests_page.locator("#requests-open").inner_text()
+    )
     assert requests_page.evaluate("window.notReloaded") is True
     approve.click()
     call.join(30)
     assert not answer["result"].is_error, answer["result"].content
     assert selectors.alarm()["armed"] is False
     home.wait_for_selector(BANNER, state="detached", timeout=10_000)
+    home.wait_for_function("() => document.getElementById('requests-count').textContent === ''")
     assert home.evaluate("window.notReloaded") is True
     assert "Approved by maria" in requests_page.locator("#requests-recent").inner_text()
     assert home_violations == requests_violations == []

@@ -64,9 +64,16 @@ def test_dashboard_batch_reports_each_file_and_offers_downloads(staff_client, fe
     assert "manifest.json" in names and f"pdf/{SAT_SAMPLE.stem}.pdf" in names
     assert not any(n.startswith("pdf/junk") for n in names)
 
-    assert Event.objects.filter(action="fel.invoice.record", interface="dashboard", actor="boss").exists()
+    assert Event.objects.filter(action="fel.batch.file", interface="dashboard", actor="boss").exists()
     event = Event.objects.get(action="fel.batch")
     assert event.after == {"state": "done", "count": 3, "invalid": 2} and event.actor == "boss"
+
+    # the home's Activity: the batch is one row leading to it, not one row per file
+    activity = staff_client.get("/activity/").content.decode()
+    assert "boss processed a batch of 3 invoices (2 with issues) from the dashboard" in activity
+    assert f'href="/invoices/batches/{job.pk}/"' in activity and "<code>fel.batch.file</code>" not in activity
+    files = staff_client.get("/activity/", {"action": "fel.batch.file"}).content.decode()
+    assert "<code>fel.batch.file</code>" in files  # asked for by name, the files are there
 
 
 @pytest.mark.django_db

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from audit.models import Event
 from mcp_endpoint.engine.registry import registry
 from mcp_endpoint.engine.tool_errors import ToolError
 from tests.fel_support import SAT_SAMPLE, call, make_root
@@ -37,6 +38,9 @@ def test_batch_results_name_paths_that_work_when_given_back(root):
     assert (result["out_dir"], result["manifest_path"]) == ("lote", "lote/manifest.json")
     manifest = json.loads((root / result["manifest_path"]).read_text())
     assert manifest["dir_xml"] == "broken"
+    # one audit event for the batch (the files' own are `fel.batch.file`, out of the Activity)
+    summary = Event.objects.get(action="fel.batch")
+    assert (summary.target, summary.after["count"]) == ("folder:broken", manifest["count"])
     entry = next(e for e in manifest["files"] if e["pdf"])
     assert entry["xml"].startswith("broken/") and entry["pdf"].startswith("lote/")
     again = call("fel_validate", {"xml_path": entry["xml"]}).structured

@@ -253,7 +253,7 @@ def test_a_client_that_cannot_ask_waits_for_the_owner_on_the_dashboard(live_env,
         page, result = async_to_sync(scenario)(base)
         with logged_in(base) as browser:
             recent = browser.get("/requests/").text
-    assert "script" in page and "mcp-http" in page and "set_alarm_state" in page
+    assert "script (through /mcp) asks to disarm the alarm" in page and "set_alarm_state" in page
     assert ("Approved" if decision == "approve" else "Denied") + f" by {OWNER}" in recent
     if decision == "approve":
         assert not result.is_error, result.content

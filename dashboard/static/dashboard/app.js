@@ -80,7 +80,7 @@
         .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
         .then(function (html) {
           var doc = new DOMParser().parseFromString(html, "text/html");
-          document.querySelectorAll("[data-refresh], #requests-banner, #notifications-banner").forEach(function (el) {
+          document.querySelectorAll("[data-refresh], #requests-banner, #requests-count, #notifications-banner").forEach(function (el) {
             if (!el.id || el.contains(document.activeElement) && document.activeElement !== document.body) return;
             var fresh = doc.getElementById(el.id);
             if (!fresh) return;

@@ -1,0 +1,169 @@
+"""Requests and audit events as a person reads them: "Claude (through /mcp) asks to disarm the
+alarm", "ana switched the Salón light on from the dashboard". Pure presentation: the names of
+lights come in as a mapping (`light_labels`), so each function is a plain function of its
+arguments; the exact arguments and before -> after stay beside every sentence on the pages."""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop as N_
+
+from dashboard.templatetags.dashboard_tags import readable
+
+# Where a call came from, as "through ..." reads it.
+DOORS = {
+    "dashboard": N_("the dashboard"),
+    "admin": N_("the admin"),
+    "rest": N_("the REST API"),
+    "mcp-http": N_("/mcp"),
+    "mcp-ws": N_("the MCP WebSocket"),
+    "mcp-stdio": N_("the MCP command line"),
+    "mcp-endpoint": N_("a device's MCP endpoint"),
+    "mqtt": N_("MQTT"),
+    "device": N_("a device"),
+}
+
+# Audit actions whose sentence is a verb phrase about the target's name.
+VERBS = {
+    "scene.activate": N_("activated the scene '{name}'"),
+    "scene.save": N_("saved the scene '{name}'"),
+    "scene.delete": N_("deleted the scene '{name}'"),
+    "automation.save": N_("saved the automation '{name}'"),
+    "automation.enable": N_("enabled the automation '{name}'"),
+    "automation.disable": N_("disabled the automation '{name}'"),
+    "automation.delete": N_("deleted the automation '{name}'"),
+    "token.create": N_("created the token {name}"),
+    "token.revoke": N_("revoked the token {name}"),
+    "oauth.grant": N_("connected the app {name}"),
+    "oauth.revoke": N_("disconnected the app {name}"),
+    "agent.connect": N_("the device {name} connected"),
+    "agent.disconnect": N_("the device {name} disconnected"),
+    "agent.approve": N_("approved the device {name}"),
+    "agent.remove": N_("removed the device {name}"),
+    "xiaozhi.unbind": N_("unbound the device {name}"),
+    "fel.invoice.record": N_("recorded the invoice {name}"),
+    "home.seed": N_("set up the home"),
+    "room.seed": N_("set up the room {name}"),
+}
+
+
+def fold(text: str) -> str:
+    """`text` for matching as a person types: lower case, without accents ("Salón" -> "salon")."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return "".join(char for char in decomposed if not unicodedata.combining(char))
+
+
+def door(interface: str) -> str:
+    return _(DOORS.get(interface, interface))
+
+
+def light_name(name: str, labels: Mapping[str, str]) -> str:
+    return labels.get(name) or name
+
+
+def action_phrase(
+    tool: str, arguments: Any, *, title: str | None = None, light_labels: Mapping[str, str] | None = None
+) -> str:
+    """What calling `tool` with `arguments` does, as the end of "asks to ...": known hub tools in
+    words, a device's tool as "run <title> on <device>", any other "run <title> with <args>"."""
+    args = arguments if isinstance(arguments, dict) else {}
+    labels = light_labels or {}
+    if tool == "set_light_state" and isinstance(args.get("on"), bool):
+        state = _("on") if args["on"] else _("off")
+        light = light_name(str(args.get("name", "")), labels)
+        return _("switch the %(light)s light %(state)s") % {"light": light, "state": state}
+    if tool == "set_alarm_state" and isinstance(args.get("armed"), bool):
+        return _("arm the alarm") if args["armed"] else _("disarm the alarm")
+    if tool == "automation_set_enabled" and isinstance(args.get("enabled"), bool):
+        verb = _("enable") if args["enabled"] else _("disable")
+        phrase = _("%(verb)s the automation '%(name)s'") % {"verb": verb, "name": args.get("name", "")}
+        if "version" in args:
+            phrase += " " + _("(version %(version)s)") % {"version": args["version"]}
+        return phrase
+    shown = title or tool
+    if "__" in tool:
+        device, _sep, part = tool.partition("__")
+        return _("run %(tool)s on %(device)s") % {"tool": title or part, "device": device}
+    if not args:
+        return _("run %(tool)s") % {"tool": shown}
+    return _("run %(tool)s with %(args)s") % {"tool": shown, "args": readable(args)}
+
+
+def request_sentence(
+    actor: str,
+    interface: str,
+    tool: str,
+    arguments: Any,
+    *,
+    title: str | None = None,
+    light_labels: Mapping[str, str] | None = None,
+) -> str:
+    """ "Claude (through /mcp) asks to disarm the alarm"."""
+    what = action_phrase(tool, arguments, title=title, light_labels=light_labels)
+    return _("%(actor)s (through %(door)s) asks to %(what)s") % {
+        "actor": actor,
+        "door": door(interface),
+        "what": what,
+    }
+
+
+def _where(interface: str) -> str:
+    """How an event's door ends its sentence ("from the dashboard", "through /mcp"); nothing
+    for the hub itself or an automation (the actor says which)."""
+    if interface in ("system", "automation", ""):
+        return ""
+    if interface in ("dashboard", "admin"):
+        return " " + _("from %(door)s") % {"door": door(interface)}
+    return " " + _("through %(door)s") % {"door": door(interface)}
+
+
+def _who(actor: str, interface: str) -> str:
+    if interface == "automation" and actor:
+        return _("The automation '%(name)s'") % {"name": actor}
+    return actor or _("The hub")
+
+
+def event_sentence(event: Any, light_labels: Mapping[str, str] | None = None) -> str:
+    """One audit event (`audit.models.Event`) as a sentence: who did what, through which door."""
+    labels = light_labels or {}
+    action, target = event.action, event.target or ""
+    name = target.partition(":")[2] or target
+    after = event.after if isinstance(event.after, dict) else {}
+    who, where = _who(event.actor, event.interface), _where(event.interface)
+    tail = ""  # after the door: how a call ended
+    if action == "light.set" and "on" in after:
+        state = _("on") if after["on"] else _("off")
+        what = _("switched the %(light)s light %(state)s") % {
+            "light": light_name(name, labels),
+            "state": state,
+        }
+    elif action == "alarm.set" and "armed" in after:
+        what = _("armed the alarm") if after["armed"] else _("disarmed the alarm")
+    elif action == "person.set" and "present" in after:
+        what = (_("marked %(name)s home") if after["present"] else _("marked %(name)s away")) % {"name": name}
+    elif action == "tool.call":
+        what = _("called %(tool)s") % {"tool": name}
+        if after.get("ok") is False:
+            tail = ", " + _("which failed")
+        if after.get("confirmation"):
+            tail += f" ({after['confirmation']})"
+    elif action == "fel.batch":
+        what = _("processed a batch of %(count)s invoices") % {"count": after.get("count", 0)}
+        if after.get("invalid"):
+            what += " " + _("(%(invalid)s with issues)") % {"invalid": after["invalid"]}
+    elif action in VERBS:
+        what = _(VERBS[action]).format(name=name)
+    else:
+        what = _("did %(action)s on %(target)s") % {"action": action, "target": target or "—"}
+    return f"{who} {what}{where}{tail}"
+
+
+def targets_named(query: str, named: Iterable[tuple[str, str]]) -> list[str]:
+    """The targets whose display name contains `query`, case- and accent-insensitive:
+    "Salón" -> ["light:salon"] given ("light:salon", "Salón")."""
+    wanted = fold(query)
+    return sorted({target for target, display in named if wanted and wanted in fold(display)})
