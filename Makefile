@@ -45,12 +45,14 @@ $(CONFORMANCE)/node_modules/.installed: $(CONFORMANCE)/package.json $(CONFORMANC
 	cd $(CONFORMANCE) && npm ci --no-audit --no-fund
 	touch $@
 
-## test: lint, then the whole suite on SQLite and on PostgreSQL, the two passes side by side
-## (the PostgreSQL pass's report follows the SQLite one's; both must pass)
+## test: lint, then the whole suite on SQLite and, side by side, on PostgreSQL all of it but the
+## browser and conformance tests (what a browser or an MCP client sees is the same on either
+## database; the tests of every door below them run on both). Both passes must pass; the
+## PostgreSQL pass's report follows the SQLite one's.
 test: $(VENV)/.installed-dev system-deps $(CONFORMANCE)/node_modules/.installed lint
 	@mkdir -p artifacts
 	@echo "PostgreSQL pass running beside this one; its report: artifacts/pytest-postgresql.log"
-	@DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest -p no:cacheprovider > artifacts/pytest-postgresql.log 2>&1 & \
+	@DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest -p no:cacheprovider -m "not browser and not conformance" > artifacts/pytest-postgresql.log 2>&1 & \
 	postgres=$$!; \
 	$(BIN)/pytest; sqlite=$$?; \
 	wait $$postgres; pg=$$?; \
