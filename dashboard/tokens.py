@@ -14,6 +14,7 @@ from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
@@ -78,7 +79,10 @@ def create_token(request: HttpRequest) -> HttpResponse:
         owner=request.user,
         expires_at=timezone.now() + timedelta(days=days) if days else None,
     )
-    messages.success(request, f"Token '{token.name}' created. Copy it now: it is not shown again.")
+    messages.success(
+        request,
+        gettext("Token '%(name)s' created. Copy it now: it is not shown again.") % {"name": token.name},
+    )
     return _page(request, TokenForm(), secret=secret)
 
 
@@ -87,7 +91,10 @@ def create_token(request: HttpRequest) -> HttpResponse:
 def revoke_token(request: HttpRequest, pk: int) -> HttpResponse:
     token = tokens.revoke_token(pk, actor=request.user.get_username(), interface=Event.Interface.DASHBOARD)
     if token is None:
-        messages.error(request, "That token is already revoked or does not exist.")
+        messages.error(request, gettext("That token is already revoked or does not exist."))
     else:
-        messages.success(request, f"Token '{token.name}' is revoked: it no longer opens the hub.")
+        messages.success(
+            request,
+            gettext("Token '%(name)s' is revoked: it no longer opens the hub.") % {"name": token.name},
+        )
     return redirect("dashboard:access")

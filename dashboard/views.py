@@ -15,6 +15,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_POST
 
 from audit import selectors as audit_reads
@@ -123,7 +124,7 @@ def set_alarm(request: HttpRequest) -> HttpResponse:
     _call("set_alarm_state", {"actor": _actor(request), "interface": DASHBOARD}, armed=armed)
     if wants_json(request):
         return JsonResponse({"armed": armed})
-    messages.success(request, "Alarm armed." if armed else "Alarm disarmed.")
+    messages.success(request, gettext("Alarm armed.") if armed else gettext("Alarm disarmed."))
     return redirect("dashboard:home")
 
 
@@ -283,8 +284,10 @@ def add_device(request: HttpRequest) -> HttpResponse:
 def unbind_device(request: HttpRequest) -> HttpResponse:
     agent_id = request.POST.get("agent_id", "")[:64]
     if not xiaozhi.unbind(agent_id, actor=_actor(request), interface=DASHBOARD):
-        return _done(request, False, f"Device {agent_id} is not bound.")
-    return _done(request, True, f"Device {agent_id} unbound: its device token no longer works.")
+        return _done(request, False, gettext("Device %(id)s is not bound.") % {"id": agent_id})
+    return _done(
+        request, True, gettext("Device %(id)s unbound: its device token no longer works.") % {"id": agent_id}
+    )
 
 
 @require_POST
@@ -296,7 +299,11 @@ def remove_device(request: HttpRequest) -> HttpResponse:
         return _done(
             request, False, f"Device {agent_id} is online or already gone: only an offline device is removed."
         )
-    return _done(request, True, f"Device {agent_id} removed: to use it again, add or register it anew.")
+    return _done(
+        request,
+        True,
+        gettext("Device %(id)s removed: to use it again, add or register it anew.") % {"id": agent_id},
+    )
 
 
 @require_POST
@@ -306,8 +313,12 @@ def approve_device(request: HttpRequest) -> HttpResponse:
     in by DEVICES_ACCEPT_UNKNOWN): its tools are discovered and offered from then on."""
     agent_id = request.POST.get("agent_id", "")[:64]
     if not agents.approve_agents([agent_id], actor=_actor(request), interface=DASHBOARD):
-        return _done(request, False, f"Device {agent_id} is not waiting for approval.")
-    return _done(request, True, f"Device {agent_id} approved: its tools are offered once discovered.")
+        return _done(request, False, gettext("Device %(id)s is not waiting for approval.") % {"id": agent_id})
+    return _done(
+        request,
+        True,
+        gettext("Device %(id)s approved: its tools are offered once discovered.") % {"id": agent_id},
+    )
 
 
 # --- activity --------------------------------------------------------------------------------
