@@ -43,7 +43,7 @@ def test_a_spanish_phone_browses_in_spanish_and_switches_to_english(daphne_serve
         assert page.get_by_role("heading", name=heading, exact=True).is_visible()
         width, inner = page.evaluate("[document.scrollingElement.scrollWidth, window.innerWidth]")
         assert width <= inner, f"{url} scrolls sideways in Spanish at phone size"
-        page.screenshot(path=str(SHOTS / f"phone-es{url.strip('/').replace('/', '-')}.png"), full_page=True)
+        page.screenshot(path=str(SHOTS / f"phone-es-{url.strip('/')}.png"), full_page=True)
 
     page.get_by_label("Idioma").select_option("en")
     page.get_by_role("button", name="Cambiar").click()
