@@ -51,6 +51,11 @@ def test_the_login_page_follows_the_browser_and_english_is_the_default(client):
         ("/scenes/", "Sus escenas", "Your scenes"),
         ("/automations/", "Aún no hay automatizaciones.", "No automations yet."),
         ("/devices/", "Añadir un dispositivo", "Add a device"),
+        ("/automations/edit/", "Cuándo (desencadenante)", "When (trigger)"),
+        ("/access/", "Crear un token", "Create a token"),
+        ("/accounts/", "Añadir una cuenta", "Add an account"),
+        ("/notifications/", "Nada nuevo.", "Nothing new."),
+        ("/invoices/", "Verificar facturas FEL", "Check FEL invoices"),
     ],
 )
 def test_pages_follow_the_browser(client, maria, url, spanish, english):
