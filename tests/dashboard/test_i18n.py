@@ -100,6 +100,8 @@ def test_rest_errors_follow_accept_language_but_the_seeds_texts_do_not(client, h
     )
     assert refused.status_code == 403
     assert refused.json()["detail"] == "A este token le falta el alcance «control» que se necesita aquí."
+    anonymous = client.get("/api/lights", **SPANISH)
+    assert anonymous.status_code == 401 and anonymous.json()["detail"].startswith("Se requiere autenticación")
     missing = client.get("/api/no-such-thing", **auth, **SPANISH)
     assert missing.json()["detail"] == "No encontrado: no hay GET /api/no-such-thing en la API."
     assert client.get("/api/no-such-thing", **auth, **ENGLISH).json()["detail"].startswith("Not found")
