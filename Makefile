@@ -7,7 +7,7 @@ PORT   ?= 8000
 PG_TEST_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 CONFORMANCE := tests/conformance
 
-.PHONY: run demo test lint format system-deps
+.PHONY: run demo test lint format system-deps messages
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,12 @@ demo: $(VENV)/.installed-run
 	$(BIN)/python manage.py seed_home
 	$(BIN)/python manage.py ensure_admin --host $(HOST) --port $(PORT)
 	HOMEHUB_LOCATION="$${HOMEHUB_LOCATION:-14.63,-90.51}" $(BIN)/python manage.py serve --demo --host $(HOST) --port $(PORT)
+
+## messages: gather the translatable texts into locale/es/LC_MESSAGES/django.po (translations kept;
+## fill the new msgstr lines), then compile the .mo the hub reads (both committed; needs Debian gettext)
+messages:
+	$(BIN)/python manage.py makemessages -l es --ignore=.venv --ignore=tests --ignore=node_modules --ignore=bench --no-location --no-wrap
+	$(BIN)/python manage.py compilemessages -l es
 
 ## system-deps: Debian packages the tests need (installed only when missing)
 system-deps:

@@ -7,6 +7,7 @@ command -v redis-server >/dev/null 2>&1 || need+=(redis-server)  # health: a pri
 command -v pdftoppm >/dev/null 2>&1 || need+=(poppler-utils)  # FEL: look at rendered pages
 command -v zbarimg >/dev/null 2>&1 || need+=(zbar-tools)      # FEL: decode the PDF's QR code
 command -v npm >/dev/null 2>&1 || need+=(npm)                  # MCP conformance suite (tests/conformance)
+command -v msgfmt >/dev/null 2>&1 || need+=(gettext)       # i18n: the .mo is compiled from the .po
 [ -x /usr/bin/chromium ] || need+=(chromium)                     # dashboard: browser tests (Playwright)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest
+from django.utils.translation import gettext
 from ninja import Field, Query, Router, Schema, Status
 
 from audit.models import Event
@@ -115,7 +116,7 @@ def _refused(exc: AutomationError) -> Status:
     if isinstance(exc, AutomationNotFound):
         return Status(404, {"detail": str(exc)})
     if isinstance(exc, DefinitionError):
-        return Status(400, {"detail": "The definition does not hold.", "errors": exc.errors})
+        return Status(400, {"detail": gettext("The definition does not hold."), "errors": exc.errors})
     return Status(400, {"detail": str(exc)})
 
 
@@ -176,7 +177,7 @@ def save_automation(request: HttpRequest, body: DefinitionIn, enable: bool = Fal
     actor = need(request, "automations", roles.MANAGE_AUTOMATIONS)
     user = _person(request)
     if enable and not authoring.is_owner(user):
-        return Status(403, {"detail": "Only an owner's session may enable an automation."})
+        return Status(403, {"detail": gettext("Only an owner's session may enable an automation.")})
     try:
         row = authoring.save_automation(
             body.definition,

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.translation import gettext
 from ninja import Path, Query, Schema
 from ninja.errors import HttpError
 
@@ -48,7 +49,7 @@ def rest_caller(request: HttpRequest) -> RestCaller:
     """Who the authentication found (django-ninja keeps it as `request.auth`)."""
     caller = getattr(request, "auth", None)
     if not isinstance(caller, RestCaller):
-        raise Forbidden("Authentication required.")
+        raise Forbidden(gettext("Authentication required."))
     return caller
 
 
@@ -58,7 +59,7 @@ def need(request: HttpRequest, scope: str, capability: str | None = None) -> str
     returns the actor for the audit trail."""
     caller = rest_caller(request)
     if scope not in caller.scopes:
-        raise Forbidden(f"This token lacks the '{scope}' scope needed here.")
+        raise Forbidden(gettext("This token lacks the '%(scope)s' scope needed here.") % {"scope": scope})
     if caller.role is not None:
         wanted = capability or roles.capability_for_scope(scope)
         if wanted not in roles.capabilities(caller.role):

@@ -17,6 +17,7 @@ from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Q
+from django.utils.translation import gettext
 
 from audit.models import Event
 from audit.services import record_event
@@ -65,7 +66,7 @@ def _active_owners() -> int:
 def _account(username: str) -> User:
     user = User.objects.filter(username=username).first()
     if user is None:
-        raise AccountError(f"There is no account '{username}'.")
+        raise AccountError(gettext("There is no account '%(name)s'.") % {"name": username})
     return user
 
 
@@ -77,14 +78,14 @@ def create_account(username: str, password: str, role: str, *, by: str) -> User:
     """A new active account of `role`; its username and password checked as Django's settings
     say (`AUTH_PASSWORD_VALIDATORS`)."""
     if role not in roles.ROLES:
-        raise AccountError(f"Unknown role '{role}'.")
+        raise AccountError(gettext("Unknown role '%(role)s'.") % {"role": role})
     candidate = User(username=username)
     try:
         candidate.clean_fields(exclude=["password"])
         validate_password(password, user=candidate)
     except ValidationError as invalid:
         raise AccountError(" ".join(invalid.messages)) from None
-    taken = AccountError(f"The username '{username}' is taken.")
+    taken = AccountError(gettext("The username '%(name)s' is taken.") % {"name": username})
     if User.objects.filter(username=username).exists():
         raise taken
     try:
@@ -106,17 +107,23 @@ def create_account(username: str, password: str, role: str, *, by: str) -> User:
 def change_role(username: str, role: str, *, by: str) -> bool:
     """Give the account `role`; False when it had it already."""
     if role not in roles.ROLES:
-        raise AccountError(f"Unknown role '{role}'.")
+        raise AccountError(gettext("Unknown role '%(role)s'.") % {"role": role})
     with transaction.atomic():
         _serialized()
         user = _account(username)
         if user.is_superuser:
-            raise AccountError(f"'{username}' is a superuser, always an owner: change that in the admin.")
+            raise AccountError(
+                gettext("'%(name)s' is a superuser, always an owner: change that in the admin.")
+                % {"name": username}
+            )
         before = roles.role_of(user) or roles.GUEST
         if before == role:
             return False
         if before == roles.OWNER and user.is_active and _active_owners() <= 1:
-            raise AccountError(f"'{username}' is the last active owner: make another account an owner first.")
+            raise AccountError(
+                gettext("'%(name)s' is the last active owner: make another account an owner first.")
+                % {"name": username}
+            )
         roles.assign(user, role)
         record_event(
             actor=by,
@@ -133,15 +140,18 @@ def change_role(username: str, role: str, *, by: str) -> bool:
 def deactivate(username: str, *, by: str) -> None:
     """The account can no longer log in; its sessions and live sockets end at their next use."""
     if username == by:
-        raise AccountError("You cannot deactivate your own account.")
+        raise AccountError(gettext("You cannot deactivate your own account."))
     with transaction.atomic():
         _serialized()
         user = _account(username)
         if not user.is_active:
-            raise AccountError(f"'{username}' is already deactivated.")
+            raise AccountError(gettext("'%(name)s' is already deactivated.") % {"name": username})
         role = roles.role_of(user)
         if role == roles.OWNER and _active_owners() <= 1:
-            raise AccountError(f"'{username}' is the last active owner: make another account an owner first.")
+            raise AccountError(
+                gettext("'%(name)s' is the last active owner: make another account an owner first.")
+                % {"name": username}
+            )
         user.is_active = False
         user.save(update_fields=["is_active"])
         record_event(

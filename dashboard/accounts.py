@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_POST
 
 from common import roles
@@ -32,7 +33,9 @@ def add_account(request: HttpRequest) -> HttpResponse:
     except accounts_.AccountError as error:
         messages.error(request, str(error))
     else:
-        messages.success(request, f"Account '{username}' added as {role}.")
+        messages.success(
+            request, gettext("Account '%(name)s' added as %(role)s.") % {"name": username, "role": role}
+        )
     return redirect("dashboard:accounts")
 
 
@@ -46,7 +49,13 @@ def change_role(request: HttpRequest, username: str) -> HttpResponse:
         messages.error(request, str(error))
     else:
         messages.success(
-            request, f"'{username}' is now {role}." if changed else f"'{username}' was already {role}."
+            request,
+            (
+                gettext("'%(name)s' is now %(role)s.")
+                if changed
+                else gettext("'%(name)s' was already %(role)s.")
+            )
+            % {"name": username, "role": role},
         )
     return redirect("dashboard:accounts")
 
@@ -59,5 +68,7 @@ def deactivate(request: HttpRequest, username: str) -> HttpResponse:
     except accounts_.AccountError as error:
         messages.error(request, str(error))
     else:
-        messages.success(request, f"'{username}' is deactivated: it can no longer log in.")
+        messages.success(
+            request, gettext("'%(name)s' is deactivated: it can no longer log in.") % {"name": username}
+        )
     return redirect("dashboard:accounts")

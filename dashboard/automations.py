@@ -14,6 +14,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
+from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from audit.models import Event
@@ -145,7 +146,11 @@ def editor(request: HttpRequest) -> HttpResponse:
                     user=request.user,
                     enable=request.POST.get("enable") == "on",
                 )
-                messages.success(request, f"Automation '{row.name}' saved (version {row.version}).")
+                messages.success(
+                    request,
+                    gettext("Automation '%(name)s' saved (version %(version)s).")
+                    % {"name": row.name, "version": row.version},
+                )
                 return redirect(_page(row.name))
         except DefinitionError as exc:
             errors = exc.errors
@@ -246,7 +251,15 @@ def set_enabled(request: HttpRequest) -> HttpResponse:
     except AutomationError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"Automation '{name}' {'enabled' if enabled else 'disabled'}.")
+        messages.success(
+            request,
+            (
+                gettext("Automation '%(name)s' enabled.")
+                if enabled
+                else gettext("Automation '%(name)s' disabled.")
+            )
+            % {"name": name},
+        )
     return redirect(_page(name) if request.POST.get("from") == "automation" else "dashboard:automations")
 
 
@@ -267,7 +280,11 @@ def restore(request: HttpRequest) -> HttpResponse:
     except AutomationError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"Version {number} of '{name}' restored as version {row.version}.")
+        messages.success(
+            request,
+            gettext("Version %(number)s of '%(name)s' restored as version %(version)s.")
+            % {"number": number, "name": name, "version": row.version},
+        )
     return redirect(_page(name))
 
 
@@ -280,5 +297,5 @@ def delete(request: HttpRequest) -> HttpResponse:
     except AutomationError as exc:
         messages.error(request, str(exc))
         return redirect(_page(name))
-    messages.success(request, f"Automation '{name}' deleted.")
+    messages.success(request, gettext("Automation '%(name)s' deleted.") % {"name": name})
     return redirect("dashboard:automations")

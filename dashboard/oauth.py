@@ -11,6 +11,7 @@ from django.contrib import messages
 from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from audit.models import Event
@@ -56,7 +57,9 @@ def connected_apps(request: HttpRequest) -> HttpResponse:
 def revoke_app(request: HttpRequest, grant_id: int) -> HttpResponse:
     app = grants.revoke_app(grant_id, actor=request.user.get_username(), interface=DASHBOARD)
     if app is None:
-        messages.error(request, "That app has no access to revoke.")
+        messages.error(request, gettext("That app has no access to revoke."))
     else:
-        messages.success(request, f"{app.client_name} no longer has access to the hub.")
+        messages.success(
+            request, gettext("%(app)s no longer has access to the hub.") % {"app": app.client_name}
+        )
     return redirect("dashboard:access")

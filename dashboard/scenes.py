@@ -10,6 +10,7 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_POST
 
 from audit.models import Event
@@ -64,9 +65,13 @@ def activate_scene(request: HttpRequest) -> HttpResponse:
     else:
         failed = [f"{s['tool']}: {s['error']}" for s in outcome["steps"] if not s["ok"]]
         if failed:
-            messages.error(request, f"Scene '{name}' ran with failures: " + "; ".join(failed))
+            messages.error(
+                request,
+                gettext("Scene '%(name)s' ran with failures: %(failures)s")
+                % {"name": name, "failures": "; ".join(failed)},
+            )
         else:
-            messages.success(request, f"Scene '{name}' activated.")
+            messages.success(request, gettext("Scene '%(name)s' activated.") % {"name": name})
     return redirect("dashboard:home" if request.POST.get("from") == "home" else "dashboard:scenes")
 
 
@@ -82,14 +87,16 @@ def save_scene(request: HttpRequest) -> HttpResponse:
     try:
         calls: Any = json.loads(request.POST.get("tool_calls") or "[]")
     except ValueError:
-        messages.error(request, 'Tool calls must be JSON: a list of {"tool": ..., "arguments": {...}}.')
+        messages.error(
+            request, gettext('Tool calls must be JSON: a list of {"tool": ..., "arguments": {...}}.')
+        )
         return redirect("dashboard:scenes")
     try:
         services.save_scene(name, lights, calls, actor=request.user.get_username(), interface=DASHBOARD)
     except SceneError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"Scene '{name.strip()}' saved.")
+        messages.success(request, gettext("Scene '%(name)s' saved.") % {"name": name.strip()})
     return redirect("dashboard:scenes")
 
 
@@ -102,5 +109,5 @@ def delete_scene(request: HttpRequest) -> HttpResponse:
     except SceneError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"Scene '{name}' deleted.")
+        messages.success(request, gettext("Scene '%(name)s' deleted.") % {"name": name})
     return redirect("dashboard:scenes")

@@ -14,6 +14,7 @@ from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_lazy
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
@@ -24,15 +25,22 @@ from mcp_endpoint.auth import tokens
 from mcp_endpoint.auth.oauth import grants
 from mcp_endpoint.auth.scopes import scopes as declared_scopes
 
-EXPIRY_CHOICES = [("", "Never"), ("30", "In 30 days"), ("90", "In 90 days"), ("365", "In a year")]
+EXPIRY_CHOICES = [
+    ("", gettext_lazy("Never")),
+    ("30", gettext_lazy("In 30 days")),
+    ("90", gettext_lazy("In 90 days")),
+    ("365", gettext_lazy("In a year")),
+]
 
 
 class TokenForm(forms.Form):
-    name = forms.CharField(max_length=100, strip=True, error_messages={"required": "Give the token a name."})
+    name = forms.CharField(
+        max_length=100, strip=True, error_messages={"required": gettext_lazy("Give the token a name.")}
+    )
     scopes = forms.MultipleChoiceField(
         choices=lambda: [(s.name, s.name) for s in declared_scopes.all()],  # declared as apps load
         widget=forms.CheckboxSelectMultiple,
-        error_messages={"required": "Choose at least one scope."},
+        error_messages={"required": gettext_lazy("Choose at least one scope.")},
     )
     expires_days = forms.TypedChoiceField(
         choices=EXPIRY_CHOICES, coerce=int, empty_value=None, required=False
@@ -78,7 +86,10 @@ def create_token(request: HttpRequest) -> HttpResponse:
         owner=request.user,
         expires_at=timezone.now() + timedelta(days=days) if days else None,
     )
-    messages.success(request, f"Token '{token.name}' created. Copy it now: it is not shown again.")
+    messages.success(
+        request,
+        gettext("Token '%(name)s' created. Copy it now: it is not shown again.") % {"name": token.name},
+    )
     return _page(request, TokenForm(), secret=secret)
 
 
@@ -87,7 +98,10 @@ def create_token(request: HttpRequest) -> HttpResponse:
 def revoke_token(request: HttpRequest, pk: int) -> HttpResponse:
     token = tokens.revoke_token(pk, actor=request.user.get_username(), interface=Event.Interface.DASHBOARD)
     if token is None:
-        messages.error(request, "That token is already revoked or does not exist.")
+        messages.error(request, gettext("That token is already revoked or does not exist."))
     else:
-        messages.success(request, f"Token '{token.name}' is revoked: it no longer opens the hub.")
+        messages.success(
+            request,
+            gettext("Token '%(name)s' is revoked: it no longer opens the hub.") % {"name": token.name},
+        )
     return redirect("dashboard:access")

@@ -2,6 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from dashboard import accounts, automations, confirmations, invoices, notifications, oauth, scenes, views
+from dashboard.language import switch_language
 from dashboard.tokens import access, create_token, revoke_token
 
 app_name = "dashboard"
@@ -10,6 +11,7 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("login/", auth_views.LoginView.as_view(template_name="dashboard/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(next_page="dashboard:login"), name="logout"),
+    path("language/", switch_language, name="language"),
     path("lights/<slug:name>/", views.switch_light, name="light"),
     path("all-lights-off/", views.all_lights_off, name="all_lights_off"),
     path("alarm/", views.set_alarm, name="alarm"),

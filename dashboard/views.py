@@ -159,7 +159,7 @@ def set_alarm(request: HttpRequest) -> HttpResponse:
     _call("set_alarm_state", {"actor": _actor(request), "interface": DASHBOARD}, armed=armed)
     if wants_json(request):
         return JsonResponse({"armed": armed})
-    messages.success(request, "Alarm armed." if armed else "Alarm disarmed.")
+    messages.success(request, gettext("Alarm armed.") if armed else gettext("Alarm disarmed."))
     return redirect("dashboard:home")
 
 
@@ -359,8 +359,10 @@ def add_device(request: HttpRequest) -> HttpResponse:
 def unbind_device(request: HttpRequest) -> HttpResponse:
     agent_id = request.POST.get("agent_id", "")[:64]
     if not xiaozhi.unbind(agent_id, actor=_actor(request), interface=DASHBOARD):
-        return _done(request, False, f"Device {agent_id} is not bound.")
-    return _done(request, True, f"Device {agent_id} unbound: its device token no longer works.")
+        return _done(request, False, gettext("Device %(id)s is not bound.") % {"id": agent_id})
+    return _done(
+        request, True, gettext("Device %(id)s unbound: its device token no longer works.") % {"id": agent_id}
+    )
 
 
 @require_POST
@@ -372,7 +374,11 @@ def remove_device(request: HttpRequest) -> HttpResponse:
         return _done(
             request, False, f"Device {agent_id} is online or already gone: only an offline device is removed."
         )
-    return _done(request, True, f"Device {agent_id} removed: to use it again, add or register it anew.")
+    return _done(
+        request,
+        True,
+        gettext("Device %(id)s removed: to use it again, add or register it anew.") % {"id": agent_id},
+    )
 
 
 @require_POST
@@ -382,8 +388,12 @@ def approve_device(request: HttpRequest) -> HttpResponse:
     in by DEVICES_ACCEPT_UNKNOWN): its tools are discovered and offered from then on."""
     agent_id = request.POST.get("agent_id", "")[:64]
     if not agents.approve_agents([agent_id], actor=_actor(request), interface=DASHBOARD):
-        return _done(request, False, f"Device {agent_id} is not waiting for approval.")
-    return _done(request, True, f"Device {agent_id} approved: its tools are offered once discovered.")
+        return _done(request, False, gettext("Device %(id)s is not waiting for approval.") % {"id": agent_id})
+    return _done(
+        request,
+        True,
+        gettext("Device %(id)s approved: its tools are offered once discovered.") % {"id": agent_id},
+    )
 
 
 # --- activity --------------------------------------------------------------------------------

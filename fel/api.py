@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Annotated
 
 from django.http import FileResponse, HttpRequest
+from django.utils.translation import gettext
 from ninja import File, Query, Router, Schema, Status
 from ninja.files import UploadedFile
 
@@ -101,7 +102,9 @@ def validate_upload(
         return Status(
             409,
             {
-                "detail": "A valid invoice with this authorization number is already recorded; it was kept.",
+                "detail": gettext(
+                    "A valid invoice with this authorization number is already recorded; it was kept."
+                ),
                 **outcome.as_dict(),
             },
         )
@@ -141,7 +144,7 @@ def get_invoice(request: HttpRequest, invoice_id: int) -> Status[dict[str, str]]
     need(request, "fel")
     invoice = _invoice(invoice_id)
     if invoice is None:
-        return Status(404, {"detail": f"No invoice {invoice_id}."})
+        return Status(404, {"detail": gettext("No invoice %(id)s.") % {"id": invoice_id}})
     return invoice
 
 
@@ -160,6 +163,6 @@ def invoice_pdf(request: HttpRequest, invoice_id: int) -> Status[dict[str, str]]
     invoice = _invoice(invoice_id)
     pdf = selectors.invoice_pdf(invoice) if invoice else None
     if invoice is None or pdf is None:
-        return Status(404, {"detail": f"Invoice {invoice_id} has no PDF."})
+        return Status(404, {"detail": gettext("Invoice %(id)s has no PDF.") % {"id": invoice_id}})
     name = f"{invoice.tipo}-{invoice.serie}-{invoice.numero}.pdf"
     return FileResponse(pdf.open("rb"), content_type="application/pdf", filename=name)

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Annotated
 
 from django.http import FileResponse, HttpRequest
+from django.utils.translation import gettext
 from ninja import File, Query, Router, Schema, Status
 from ninja.files import UploadedFile
 
@@ -111,7 +112,7 @@ def get_batch(
     need(request, "fel")
     job = _job(job_id)
     if job is None:
-        return Status(404, {"detail": f"No batch {job_id}."})
+        return Status(404, {"detail": gettext("No batch %(id)s.") % {"id": job_id}})
     return _out(job, since)
 
 
@@ -126,7 +127,10 @@ def batch_manifest(request: HttpRequest, job_id: int) -> Status[dict[str, str]] 
     job = _job(job_id)
     path = selectors.job_manifest(job) if job else None
     if path is None:
-        return Status(404, {"detail": f"Batch {job_id} has no manifest (unknown or not finished)."})
+        return Status(
+            404,
+            {"detail": gettext("Batch %(id)s has no manifest (unknown or not finished).") % {"id": job_id}},
+        )
     return FileResponse(path.open("rb"), content_type="application/json", filename=f"manifest-{job_id}.json")
 
 
@@ -141,7 +145,10 @@ def batch_archive(request: HttpRequest, job_id: int) -> Status[dict[str, str]] |
     job = _job(job_id)
     archive = selectors.job_archive(job) if job else None
     if archive is None:
-        return Status(404, {"detail": f"Batch {job_id} has no archive (unknown or not finished)."})
+        return Status(
+            404,
+            {"detail": gettext("Batch %(id)s has no archive (unknown or not finished).") % {"id": job_id}},
+        )
     return FileResponse(archive, content_type="application/zip", filename=f"fel-batch-{job_id}.zip")
 
 
@@ -156,5 +163,11 @@ def batch_file_pdf(request: HttpRequest, job_id: int, position: int) -> Status[d
     job = _job(job_id)
     found = selectors.job_file_pdf(job, position) if job else None
     if found is None:
-        return Status(404, {"detail": f"Batch {job_id} has no PDF for file {position}."})
+        return Status(
+            404,
+            {
+                "detail": gettext("Batch %(id)s has no PDF for file %(position)s.")
+                % {"id": job_id, "position": position}
+            },
+        )
     return FileResponse(found[0].open("rb"), content_type="application/pdf", filename=found[1])

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import RequestDataTooBig, TooManyFilesSent
 from django.http import HttpRequest, HttpResponse
+from django.utils.translation import gettext
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError
 from ninja.security import HttpBearer, SessionAuth
@@ -79,7 +80,7 @@ api = NinjaAPI(
 def _unauthorized(request: HttpRequest, exc: Exception) -> HttpResponse:
     response = api.create_response(
         request,
-        {"detail": "Authentication required: log in or send 'Authorization: Bearer <token>'."},
+        {"detail": gettext("Authentication required: log in or send 'Authorization: Bearer <token>'.")},
         status=401,
     )
     response["WWW-Authenticate"] = 'Bearer realm="homehub"'
@@ -88,7 +89,7 @@ def _unauthorized(request: HttpRequest, exc: Exception) -> HttpResponse:
 
 @api.exception_handler(RequestDataTooBig)
 def _too_big(request: HttpRequest, exc: Exception) -> HttpResponse:
-    return api.create_response(request, {"detail": "The request body is too large."}, status=413)
+    return api.create_response(request, {"detail": gettext("The request body is too large.")}, status=413)
 
 
 @api.exception_handler(TooManyFilesSent)
@@ -107,7 +108,7 @@ def _refused(request: HttpRequest, exc: ToolRefused) -> HttpResponse:
 @api.exception_handler(Exception)
 def _server_error(request: HttpRequest, exc: Exception) -> HttpResponse:
     logger.exception("API error on %s %s", request.method, request.path)
-    return api.create_response(request, {"detail": "Internal server error."}, status=500)
+    return api.create_response(request, {"detail": gettext("Internal server error.")}, status=500)
 
 
 api.add_router("/", home_router)

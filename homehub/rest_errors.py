@@ -16,6 +16,7 @@ from asgiref.sync import iscoroutinefunction
 from django.http import HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
 from django.utils.decorators import sync_and_async_middleware
+from django.utils.translation import gettext
 
 PREFIX = "/api/"
 Handler = Callable[[HttpRequest], HttpResponseBase]
@@ -25,11 +26,17 @@ AsyncHandler = Callable[[HttpRequest], Awaitable[HttpResponseBase]]
 def _detail(request: HttpRequest, response: HttpResponseBase) -> str:
     status = response.status_code
     if status == 404:
-        return f"Not found: no {request.method} {request.path} in the API."
+        return gettext("Not found: no %(method)s %(path)s in the API.") % {
+            "method": request.method,
+            "path": request.path,
+        }
     if status == 405:
-        return f"Method {request.method} not allowed here; allowed: {response.get('Allow', '')}."
+        return gettext("Method %(method)s not allowed here; allowed: %(allowed)s.") % {
+            "method": request.method,
+            "allowed": response.get("Allow", ""),
+        }
     if status >= 500:
-        return "Internal server error."
+        return gettext("Internal server error.")
     try:
         return HTTPStatus(status).phrase
     except ValueError:

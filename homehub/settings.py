@@ -63,9 +63,11 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",  # the dashboard's static files, served by the hub
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",  # the language: cookie, then Accept-Language
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "dashboard.language.account_language_middleware",  # a signed-in account's own choice wins
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",  # answers a locked-out login with its page (last, as axes asks)
@@ -260,7 +262,12 @@ AXES_DISABLE_ACCESS_LOG = True
 LOGIN_URL = "dashboard:login"
 LOGIN_REDIRECT_URL = "dashboard:home"
 
-LANGUAGE_CODE = "en-us"
+# Pages, messages, notifications and REST errors in English or Spanish: the account's choice
+# (the switcher in the page footer), else the browser's Accept-Language, else LANGUAGE_CODE, which
+# also writes the household-wide texts (notifications). Catalogs: locale/ (`make messages`).
+LANGUAGE_CODE = os.environ.get("DJANGO_LANGUAGE_CODE", "en")
+LANGUAGES = [("en", "English"), ("es", "Español")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = os.environ.get("DJANGO_TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest
+from django.utils.translation import gettext
 from ninja import Field, Router, Schema, Status
 from ninja.errors import HttpError
 
@@ -49,7 +50,7 @@ def _enabled_tools_only(agent: AgentOut) -> AgentOut:
 def _agent_or_404(agent_id: str) -> AgentOut:
     row = selectors.agent(agent_id)
     if row is None:
-        raise HttpError(404, f"Unknown agent '{agent_id}'.")
+        raise HttpError(404, gettext("Unknown agent '%(id)s'.") % {"id": agent_id})
     return row
 
 
@@ -88,7 +89,10 @@ def call_tool(request: HttpRequest, agent_id: Name, tool: Name, call: ToolCall):
     actor = need(request, "devices", roles.CALL_DEVICE_TOOLS)
     if selectors.agent_tool(agent_id, tool) is None:
         _agent_or_404(agent_id)
-        return Status(404, {"detail": f"Agent '{agent_id}' has no tool '{tool}'."})
+        return Status(
+            404,
+            {"detail": gettext("Agent '%(id)s' has no tool '%(tool)s'.") % {"id": agent_id, "tool": tool}},
+        )
     who = rest_caller(request)
     caller = Caller(actor=actor, interface=REST, scopes=who.scopes, audited=True, confirms=who.by_token)
     try:

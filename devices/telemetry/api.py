@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.http import HttpRequest
+from django.utils.translation import gettext
 from ninja import Router, Schema, Status
 
 from common.rest import Error, Limit, Name, Offset, aware, need
@@ -53,7 +54,7 @@ def sensor_history(
     need(request, "read")
     key = selectors.SensorKey(zone, device_type, device_id, channel)
     if not selectors.sensor_exists(key):
-        return Status(404, {"detail": f"No readings for sensor '{key.path}'."})
+        return Status(404, {"detail": gettext("No readings for sensor '%(sensor)s'.") % {"sensor": key.path}})
     readings = selectors.sensor_readings(key, aware(since), aware(until))
     items = list(readings.values("value", "unit", "measured_at")[offset : offset + limit])
     return {"sensor": key.path, "count": readings.count(), "limit": limit, "offset": offset, "items": items}
