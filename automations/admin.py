@@ -157,7 +157,6 @@ class AutomationAdmin(admin.ModelAdmin):
         "enabled_by",
         "enabled_at",
         "holder",
-        "held_until",
         "state",
     ]
     inlines = [VersionInline, RunInline]

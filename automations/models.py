@@ -74,11 +74,29 @@ class Scene(models.Model):
         return self.name
 
 
+class EngineHolder(models.Model):
+    """A hub process's automations engine, alive while `held_until` is ahead: the one lease
+    it renews each round, whatever the number of automations it holds (each names it in
+    `Automation.holder`). Deleted on a clean stop; a lapsed one is deleted by the next round
+    of any engine (`automations.engine.services.claim_round`)."""
+
+    name = models.CharField(max_length=100, unique=True)
+    held_until = models.DateTimeField()
+    renewed_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class Automation(models.Model):
     """An automation: its current definition (`automations.definition`, written only through
     `automations.authoring`, which keeps every version), whether it runs and with whose rights,
-    the engine's lease on it (one hub process evaluates each automation) and the engine's
-    state that must outlive a process (when each schedule last fired, `for_seconds` timers)."""
+    which engine holds it (`holder`, an `EngineHolder`'s name, or "": one hub process evaluates
+    each automation, while that holder's lease is live) and the engine's state that must
+    outlive a process (when each schedule last fired, `for_seconds` timers)."""
 
     name = models.CharField(max_length=100, unique=True)
     definition = models.JSONField()
@@ -91,14 +109,13 @@ class Automation(models.Model):
     )
     enabled_at = models.DateTimeField(null=True, blank=True)
     holder = models.CharField(max_length=100, blank=True)
-    held_until = models.DateTimeField(null=True, blank=True)
     state = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["name"]
-        indexes = [models.Index(fields=["enabled", "held_until"], name="automation_lease")]
+        indexes = [models.Index(fields=["holder", "enabled"], name="automation_holder")]
 
     def __str__(self) -> str:
         return self.name
@@ -159,6 +176,7 @@ __all__ = [
     "Automation",
     "AutomationRun",
     "AutomationVersion",
+    "EngineHolder",
     "Notification",
     "NotifyTarget",
     "Room",

@@ -340,7 +340,7 @@ def main() -> None:
                     if side == "with":
                         create(thresholds(zone, args.thresholds, args.mqtt_count), owner)
                         total = Automation.objects.filter(enabled=True).count()
-                        Automation.objects.update(holder="", held_until=None)  # serve's leases: gone with it
+                        Automation.objects.update(holder="")  # serve's hold: gone with it
                         engine = start(["run_automations"], env, workdir / f"engine-{zone}.log", args.root)
                         wait_held(total, 30)
                     broker = Mosquitto(workdir / f"broker-{zone}").start()

@@ -3,8 +3,9 @@
 One `Engine` per process (`serve` runs one unless AUTOMATIONS_IN_PROCESS=0;
 `manage.py run_automations` runs one beside bare daphne). It
 
-- holds automations by lease (`services.claim_round`, every third of AUTOMATION_LEASE_SECONDS),
-  so that of several processes over one database exactly one evaluates each;
+- holds automations under one lease of its own (`services.claim_round`, every third of
+  AUTOMATION_LEASE_SECONDS: one row renewed, the automations naming it as their holder), so
+  that of several processes over one database exactly one evaluates each;
 - hears the home's changes on the change feed (`audit.changes`, group `home`) and every
   automation saved, enabled, disabled or deleted (`automations.announce`: a lease round at
   once), keeps a `HomeView` of the home, and hands each change to the held automations'

@@ -1,11 +1,15 @@
-"""The engine's writes: its leases on the automations, their persisted state, and runs.
+"""The engine's writes: its lease, its hold on the automations, their persisted state, and runs.
 
-A lease is the outbound endpoints' claim (`mcp_endpoint.transports.outbound.endpoints.claim`)
-taken in bulk: one conditional UPDATE per round takes every enabled automation that is free,
-lapsed or already this holder's. Every write of a held automation's state, and every run
-started, is fenced by the lease: it happens only while the row still names this holder, in
-the transaction that writes the row, so that a process that lost its lease (stopped for too
-long) can neither run an automation another process now holds nor move its schedule marks.
+A lease per holder: each engine (an `EngineHolder` row, named by `process_name`) renews its
+own row once per round, whatever the number of automations it holds; an automation's row
+names its holder (`Automation.holder`) and is taken by another engine only when that holder's
+lease lapsed (or it names none). Claiming is one conditional UPDATE of the enabled rows whose
+holder is "" or not among the live holders, so a round writes only the rows that change hands
+(a lease per automation rewrote every held row every round). Every write of a held
+automation's state, and every run started, is fenced: it happens only while the row still
+names this holder and this holder's lease is live, in the statement that writes the row, so
+that a process that lost its lease (stopped for too long) can neither run an automation
+another process now holds nor move its schedule marks.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from automations.models import Automation, AutomationRun
+from automations.models import Automation, AutomationRun, EngineHolder
 from common.pruning import delete_in_chunks
 
 
@@ -35,19 +39,28 @@ class Held:
     enabled_by: int | None
 
 
+def _live(now: datetime) -> Any:
+    """The names of the holders whose lease is live at `now`."""
+    return EngineHolder.objects.filter(held_until__gte=now).values("name")
+
+
 def claim_round(holder: str, lease: timedelta, known: Mapping[int, Held] | None = None) -> list[Held]:
-    """Take or renew `holder`'s lease on every enabled automation free, lapsed or its own; let
-    go of those disabled; answer every automation it now holds. `known`: those the caller
-    already has loaded, by pk: their definitions are not read again while their version is
-    the same (a round every few seconds decoded hundreds of them, holding the database's
-    thread, shared with the requests, for tens of milliseconds)."""
+    """Renew `holder`'s lease (one row); take every enabled automation free or whose holder's
+    lease lapsed; let go of those disabled; answer every automation it now holds. `known`:
+    those the caller already has loaded, by pk: their definitions are not read again while
+    their version is the same (a round every few seconds decoded hundreds of them, holding the
+    database's thread, shared with the requests, for tens of milliseconds)."""
     known = known or {}
     now = timezone.now()
-    free = Q(holder=holder) | Q(holder="") | Q(held_until__isnull=True) | Q(held_until__lt=now)
     fields = ("pk", "name", "version", "definition", "state", "enabled_by_id")
     with transaction.atomic():
-        Automation.objects.filter(free, enabled=True).update(holder=holder, held_until=now + lease)
-        Automation.objects.filter(holder=holder, enabled=False).update(holder="", held_until=None)
+        renewed = EngineHolder.objects.filter(name=holder).update(held_until=now + lease, renewed_at=now)
+        if not renewed:
+            EngineHolder.objects.create(name=holder, held_until=now + lease, renewed_at=now)
+        EngineHolder.objects.filter(held_until__lt=now).delete()  # lapsed: as good as gone
+        free = Q(holder="") | ~Q(holder__in=_live(now))
+        Automation.objects.filter(free, enabled=True).update(holder=holder)
+        Automation.objects.filter(holder=holder, enabled=False).update(holder="")
         rows = Automation.objects.filter(holder=holder, enabled=True).values_list(
             "pk", "name", "version", "enabled_by_id"
         )
@@ -60,12 +73,17 @@ def claim_round(holder: str, lease: timedelta, known: Mapping[int, Held] | None 
 
 
 def release(holder: str) -> None:
-    """`holder` lets go of every automation it holds (another process takes them at once)."""
-    Automation.objects.filter(holder=holder).update(holder="", held_until=None)
+    """`holder` ends its lease and lets go of every automation it holds (another process takes
+    them at its next round)."""
+    with transaction.atomic():
+        EngineHolder.objects.filter(name=holder).delete()
+        Automation.objects.filter(holder=holder).update(holder="")
 
 
 def _fenced(pk: int, holder: str) -> Any:
-    return Automation.objects.filter(pk=pk, holder=holder, held_until__gte=timezone.now())
+    """The automation's row while `holder` holds it and its lease is live."""
+    live = _live(timezone.now()).filter(name=holder)
+    return Automation.objects.filter(pk=pk, holder=holder, holder__in=live)
 
 
 def save_state(pk: int, holder: str, state: dict[str, Any]) -> bool:

@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from audit.models import Event
 from automations.engine.runner import Engine
 from automations.engine.services import Held, start_run
-from automations.models import Automation, AutomationRun
+from automations.models import Automation, AutomationRun, EngineHolder
 from devices.home import selectors as home_reads
 from devices.telemetry.parsing import Reading
 from devices.telemetry.services import Batch, store_batch
@@ -286,6 +286,27 @@ def test_one_holder_at_a_time_and_a_run_of_a_lost_lease_is_not_recorded(home):
     drive(steps)
 
 
+def test_an_engine_whose_lease_lapsed_records_no_run_and_its_automations_are_taken_over(home, settings):
+    automation("Compartida", SALON_ON, COCINA_ON)
+    settings.AUTOMATION_LEASE_SECONDS = 0.2
+
+    async def steps() -> None:
+        first = await started(Clock(), "first")
+        await asyncio.sleep(0.3)  # first stalls past its lease, its rows still naming it
+        await first.handle_event(light_event("salon", True))
+        await first.settle()
+        assert await sync_to_async(runs)("Compartida") == []
+        settings.AUTOMATION_LEASE_SECONDS = 30
+        second = await started(Clock(), "second")
+        assert list(second.loaded) == ["Compartida"]
+        await first.lease_round()  # first comes back: renews its own lease, holds nothing
+        assert first.loaded == {}
+
+    drive(steps)
+    assert Automation.objects.get().holder == "second"
+    assert sorted(EngineHolder.objects.values_list("name", flat=True)) == ["first", "second"]
+
+
 def test_a_sun_trigger_fires_at_the_homes_sunset_with_its_offset(home, settings):
     settings.HOMEHUB_LOCATION = "40.4168,-3.7038"  # Madrid
     settings.TIME_ZONE = "Europe/Madrid"
@@ -368,6 +389,7 @@ def test_stopping_the_engine_stops_its_runs_and_lets_go(home):
     (run,) = runs("Larga")
     assert (run.status, run.trace[-1]) == ("stopped", {"stopped": "the engine stopped"})
     assert Automation.objects.get().holder == ""
+    assert not EngineHolder.objects.exists()
 
 
 def test_a_run_left_going_by_a_process_that_died_is_ended_by_the_next_holder(home):

@@ -148,7 +148,11 @@ def test_a_real_cron_minute_runs_once_and_a_killed_holder_is_taken_over(live_env
         first = held("Cada minuto")
         spare = Process(["run_automations"], env, tmp_path / "spare.log")
         try:
-            (run,) = wait_until(lambda: runs("Cada minuto"), timeout=65, what="the minute's run")
+            (run,) = wait_until(
+                lambda: [r for r in runs("Cada minuto") if r.status != "running"],
+                timeout=65,
+                what="the minute's run",
+            )
             minute = run.started_at
             assert minute.second == 0 and (datetime.now(UTC) - minute).total_seconds() < 5
             assert (run.holder, home_reads.light("bano")["on"]) == (first, True), serve.output()[-2000:]
