@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any, TypedDict
 
+from django.utils.formats import get_format
 from django.utils.translation import gettext
 
 from devices.telemetry import units
@@ -26,6 +27,17 @@ class Tile(TypedDict):
     unit: str
     measured_at: datetime
     stale: bool
+
+
+def localized(text: str) -> str:
+    """A rounded reading (`21.6`, `21.6 °C`) with the active language's decimal separator
+    (`21,6 °C` in Spanish); a state's word stays as it is."""
+    number, space, rest = text.partition(" ")
+    try:
+        float(number)
+    except ValueError:
+        return text
+    return number.replace(".", get_format("DECIMAL_SEPARATOR")) + space + rest
 
 
 def default_label(room: str | None, zone: str, channel: str) -> str:
@@ -63,7 +75,7 @@ def tiles(
                 "name": label or default_label(rooms_by_zone.get(row["zone"]), row["zone"], row["channel"]),
                 "labelled": bool(label),
                 "kind": str(units.channel(row["channel"], row["unit"]).name),
-                "value": value,
+                "value": localized(value),
                 "unit": unit,
                 "measured_at": measured_at,
                 "stale": row["path"] in stale,

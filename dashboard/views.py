@@ -204,7 +204,12 @@ def sensor_detail(
     values = [v for _, v in series["points"]]
     rooms, elsewhere = _rooms_with_tiles()
     tile = next(s for contents in [*rooms, elsewhere] for s in contents["sensors"] if s["path"] == key.path)
-    title = gettext("%(name)s over the last %(range)s") % {"name": tile["name"], "range": range_name}
+    over_the_last = {
+        "hour": gettext("%(name)s over the last hour"),
+        "day": gettext("%(name)s over the last day"),
+        "week": gettext("%(name)s over the last week"),
+    }  # whole sentences: the range's word is translated with them
+    title = over_the_last.get(range_name, gettext("%(name)s over the last day")) % {"name": tile["name"]}
     return render(
         request,
         "dashboard/sensor_detail.html",
@@ -220,14 +225,17 @@ def sensor_detail(
             ),
             "latest": latest,
             "stats": {
-                "low": units.text(channel, min(values), series["unit"]),
-                "high": units.text(channel, max(values), series["unit"]),
+                "low": readings.localized(units.text(channel, min(values), series["unit"])),
+                "high": readings.localized(units.text(channel, max(values), series["unit"])),
                 "count": len(values),
             }
             if values and not units.is_state(channel)
             else None,
             "recent": [
-                {"measured_at": row["measured_at"], "text": units.text(channel, row["value"], row["unit"])}
+                {
+                    "measured_at": row["measured_at"],
+                    "text": readings.localized(units.text(channel, row["value"], row["unit"])),
+                }
                 for row in telemetry_reads.sensor_readings(key).values("value", "unit", "measured_at")[:10]
             ],
             "label_max": telemetry.LABEL_MAX_CHARS,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,6 +18,9 @@ class Channel:
     states: tuple[str | Promise, str | Promise] | None = None  # (0, 1) for a two-state channel
 
 
+# a door's or a window's states (Spanish: "Cerrada", "Abierta"; not the "Open" of a button)
+SHUT_OPEN = (pgettext_lazy("door or window", "Closed"), pgettext_lazy("door or window", "Open"))
+
 CHANNELS: dict[str, Channel] = {
     "temperature": Channel(_("Temperature"), "°C", 1),
     "humidity": Channel(_("Humidity"), "%", 0),
@@ -24,8 +28,8 @@ CHANNELS: dict[str, Channel] = {
     "presence": Channel(_("Presence"), "", 0, (_("Empty"), _("Occupied"))),
     "occupancy": Channel(_("Occupancy"), "", 0, (_("Empty"), _("Occupied"))),
     "motion": Channel(_("Motion"), "", 0, (_("Still"), _("Motion"))),
-    "door": Channel(_("Door"), "", 0, (_("Closed"), _("Open"))),
-    "window": Channel(_("Window"), "", 0, (_("Closed"), _("Open"))),
+    "door": Channel(_("Door"), "", 0, SHUT_OPEN),
+    "window": Channel(_("Window"), "", 0, SHUT_OPEN),
     "pressure": Channel(_("Pressure"), "hPa", 0),
     "illuminance": Channel(_("Light level"), "lx", 0),
     "light": Channel(_("Light level"), "lx", 0),

@@ -37,7 +37,7 @@
     document.querySelectorAll('[data-light="' + CSS.escape(name) + '"]').forEach(function (btn) {
       btn.setAttribute("aria-checked", on ? "true" : "false");
       var state = btn.querySelector(".switch-state");
-      if (state) state.textContent = on ? "On" : "Off";
+      if (state) state.textContent = on ? (state.dataset.on || "On") : (state.dataset.off || "Off");  // the page's language
       var form = btn.closest("form");
       if (form) form.querySelector("input[name=on]").value = on ? "0" : "1";
     });
@@ -49,8 +49,9 @@
     box.dataset.alarm = armed ? "armed" : "disarmed";
     box.classList.toggle("is-armed", armed);
     box.classList.toggle("is-disarmed", !armed);
-    document.getElementById("alarm-text").textContent = armed ? "Armed" : "Disarmed";
-    document.getElementById("alarm-help").textContent = armed ? "The house is protected." : "The alarm is off.";
+    var text = document.getElementById("alarm-text"), help = document.getElementById("alarm-help");  // the page's language
+    text.textContent = armed ? (text.dataset.armed || "Armed") : (text.dataset.disarmed || "Disarmed");
+    help.textContent = armed ? (help.dataset.armed || "The house is protected.") : (help.dataset.disarmed || "The alarm is off.");
     var arm = document.getElementById("arm-btn"), disarm = document.getElementById("disarm-btn");
     if (arm) arm.disabled = armed;  // the buttons are there only for roles that may arm
     if (disarm) disarm.disabled = !armed;
@@ -60,11 +61,13 @@
     var row = document.querySelector('[data-person="' + CSS.escape(name) + '"]');
     if (!row) return;
     row.classList.toggle("is-home", present);
-    row.querySelector(".person-state").textContent = present ? "Home" : "Away";
+    var state = row.querySelector(".person-state");  // the page's language
+    state.textContent = present ? (state.dataset.home || "Home") : (state.dataset.away || "Away");
     var input = row.querySelector("input[name=present]");  // the form: roles that may mark presence
     if (input) {
       input.value = present ? "0" : "1";
-      row.querySelector("button").firstChild.textContent = present ? "Mark away" : "Mark home";
+      var button = row.querySelector("button");
+      button.firstChild.textContent = present ? (button.dataset.markAway || "Mark away") : (button.dataset.markHome || "Mark home");
     }
     var count = document.getElementById("home-count");
     if (count) count.textContent = document.querySelectorAll(".person.is-home").length;
