@@ -10,44 +10,44 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_noop as N_
+from django.utils.translation import gettext_noop
 
 from dashboard.templatetags.dashboard_tags import readable
 
 # Where a call came from, as "through ..." reads it.
 DOORS = {
-    "dashboard": N_("the dashboard"),
-    "admin": N_("the admin"),
-    "rest": N_("the REST API"),
-    "mcp-http": N_("/mcp"),
-    "mcp-ws": N_("the MCP WebSocket"),
-    "mcp-stdio": N_("the MCP command line"),
-    "mcp-endpoint": N_("a device's MCP endpoint"),
-    "mqtt": N_("MQTT"),
-    "device": N_("a device"),
+    "dashboard": gettext_noop("the dashboard"),
+    "admin": gettext_noop("the admin"),
+    "rest": gettext_noop("the REST API"),
+    "mcp-http": gettext_noop("/mcp"),
+    "mcp-ws": gettext_noop("the MCP WebSocket"),
+    "mcp-stdio": gettext_noop("the MCP command line"),
+    "mcp-endpoint": gettext_noop("a device's MCP endpoint"),
+    "mqtt": gettext_noop("MQTT"),
+    "device": gettext_noop("a device"),
 }
 
 # Audit actions whose sentence is a verb phrase about the target's name.
 VERBS = {
-    "scene.activate": N_("activated the scene '{name}'"),
-    "scene.save": N_("saved the scene '{name}'"),
-    "scene.delete": N_("deleted the scene '{name}'"),
-    "automation.save": N_("saved the automation '{name}'"),
-    "automation.enable": N_("enabled the automation '{name}'"),
-    "automation.disable": N_("disabled the automation '{name}'"),
-    "automation.delete": N_("deleted the automation '{name}'"),
-    "token.create": N_("created the token {name}"),
-    "token.revoke": N_("revoked the token {name}"),
-    "oauth.grant": N_("connected the app {name}"),
-    "oauth.revoke": N_("disconnected the app {name}"),
-    "agent.connect": N_("the device {name} connected"),
-    "agent.disconnect": N_("the device {name} disconnected"),
-    "agent.approve": N_("approved the device {name}"),
-    "agent.remove": N_("removed the device {name}"),
-    "xiaozhi.unbind": N_("unbound the device {name}"),
-    "fel.invoice.record": N_("recorded the invoice {name}"),
-    "home.seed": N_("set up the home"),
-    "room.seed": N_("set up the room {name}"),
+    "scene.activate": gettext_noop("activated the scene '{name}'"),
+    "scene.save": gettext_noop("saved the scene '{name}'"),
+    "scene.delete": gettext_noop("deleted the scene '{name}'"),
+    "automation.save": gettext_noop("saved the automation '{name}'"),
+    "automation.enable": gettext_noop("enabled the automation '{name}'"),
+    "automation.disable": gettext_noop("disabled the automation '{name}'"),
+    "automation.delete": gettext_noop("deleted the automation '{name}'"),
+    "token.create": gettext_noop("created the token {name}"),
+    "token.revoke": gettext_noop("revoked the token {name}"),
+    "oauth.grant": gettext_noop("connected the app {name}"),
+    "oauth.revoke": gettext_noop("disconnected the app {name}"),
+    "agent.connect": gettext_noop("the device {name} connected"),
+    "agent.disconnect": gettext_noop("the device {name} disconnected"),
+    "agent.approve": gettext_noop("approved the device {name}"),
+    "agent.remove": gettext_noop("removed the device {name}"),
+    "xiaozhi.unbind": gettext_noop("unbound the device {name}"),
+    "fel.invoice.record": gettext_noop("recorded the invoice {name}"),
+    "home.seed": gettext_noop("set up the home"),
+    "room.seed": gettext_noop("set up the room {name}"),
 }
 
 
