@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -26,6 +25,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench_automations import start, stop, wait_port  # noqa: E402
+from harness import free_port  # noqa: E402
 
 from tests.page_weight_support import (  # noqa: E402
     BUDGET_BYTES,
@@ -39,34 +41,8 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--n
 OWNER, PASSWORD = "bench-owner", "bench-pages-password"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def manage(env: dict[str, str], *argv: str) -> None:
     subprocess.run([sys.executable, "manage.py", *argv], cwd=ROOT, env=env, check=True, capture_output=True)
-
-
-def start_demo(env: dict[str, str], port: int, log: Path) -> subprocess.Popen[bytes]:
-    """`serve --demo` as `make demo` starts it, once its dashboard answers."""
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "manage.py", "serve", "--demo", "--host", "127.0.0.1", "--port", str(port)],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the demo exited: see {log}")
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                time.sleep(3)  # its agents connect and its first readings land
-                return proc
-        time.sleep(0.2)
-    proc.terminate()
-    raise RuntimeError(f"the demo did not listen within 60 s: see {log}")
 
 
 def measure(base: str, runs: int) -> tuple[dict[str, dict[str, int]], list[dict[str, float]]]:
@@ -110,16 +86,14 @@ def main() -> None:
         f"get_user_model().objects.create_superuser({OWNER!r}, 'bench@example.com', {PASSWORD!r})"
     )
     manage(env, "shell", "-c", create)
-    port = free_port()
-    demo = start_demo(env, port, workdir / "demo.log")
+    port, log = free_port(), workdir / "demo.log"
+    demo = start(["serve", "--demo", "--host", "127.0.0.1", "--port", str(port)], env, log, ROOT)
     try:
+        wait_port(port, demo, log)
+        time.sleep(3)  # its agents connect and its first readings land
         weights, paints = measure(f"http://127.0.0.1:{port}", args.runs)
     finally:
-        demo.send_signal(2)  # Ctrl-C: the demo stops its agents and its broker
-        try:
-            demo.wait(20)
-        except subprocess.TimeoutExpired:
-            demo.kill()
+        stop(demo)  # the demo stops its agents and its private broker with it
     first = [p.get("first-paint", p.get("first-contentful-paint", 0.0)) for p in paints]
     median = statistics.median(first)
     print(f"load {os.getloadavg()[0]:.2f}; {len(first)} loads of Home, uncached")

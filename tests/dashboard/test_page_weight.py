@@ -10,8 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.dashboard.test_dashboard_browser import ARGS, CHROMIUM, PASSWORD, log_in, seed_telemetry_and_agent
-from tests.hub_support import create_account
+from tests.dashboard.test_dashboard_browser import (  # noqa: F401 (fixtures)
+    CHROMIUM,
+    browser,
+    log_in,
+    owner,
+    seed_telemetry_and_agent,
+)
 from tests.page_weight_support import BUDGET_BYTES, FIRST_PAINT_TARGET_MS, home_first_paint, weigh_every_page
 
 ARTIFACT = Path(__file__).resolve().parents[2] / "artifacts" / "page-weight.json"
@@ -23,22 +28,10 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def browser(monkeypatch):
-    from playwright.sync_api import sync_playwright
-
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        yield browser
-        browser.close()
-
-
-def test_no_page_loads_over_300_kb_of_script_and_style(daphne_server, live_env, browser):
+def test_no_page_loads_over_300_kb_of_script_and_style(daphne_server, owner, browser):  # noqa: F811
     from automations.authoring import save_automation
 
     base = daphne_server
-    owner = create_account("maria", PASSWORD)
     seed_telemetry_and_agent()
     save_automation(  # the editor opens it
         {
