@@ -46,9 +46,9 @@ def test_renaming_is_audited_and_bad_input_names_its_field(agent):
         {"name": ""},
         {"name": "Kitchen speaker"},
     )
-    with pytest.raises(services.LabelError, match="^label: at most 100"):
+    with pytest.raises(services.LabelError, match=r"^label: at most 100"):
         services.set_agent_label(MAC, "x" * 101, actor="boss", interface="dashboard")
-    with pytest.raises(services.LabelError, match="^agent_id: no device nope"):
+    with pytest.raises(services.LabelError, match=r"^agent_id: no device nope"):
         services.set_agent_label("nope", "Lamp", actor="boss", interface="dashboard")
     services.set_agent_label(MAC, "Kitchen speaker", actor="boss", interface="dashboard")  # unchanged
     assert Agent.objects.get(agent_id=MAC).name == "Kitchen speaker"
