@@ -11,8 +11,8 @@ import pytest
 
 from audit.models import Event
 from automations.models import Room, RoomAgent
-from dashboard.activity import device_labels
-from dashboard.sentences import action_phrase, event_sentence
+from dashboard.activity import device_labels, named_targets
+from dashboard.sentences import action_phrase, event_sentence, targets_named
 from devices.agents import services
 from devices.agents.models import Agent
 from devices.agents.selectors import display_name
@@ -107,3 +107,4 @@ def test_activity_and_requests_name_devices(agent):
     assert event_sentence(call, {}, labels) == "Claude ran self.reboot on Kitchen speaker through /mcp"
     renamed = Event.objects.get(action="agent.label")
     assert event_sentence(renamed, {}, labels) == "boss named the device Kitchen speaker from the dashboard"
+    assert targets_named("KITCHEN", named_targets()) == [f"agent:{MAC}"]  # Activity searched by the name
