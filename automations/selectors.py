@@ -5,6 +5,7 @@ from __future__ import annotations
 from automations.models import Room, RoomAgent, RoomLight, Scene, ZoneRoom
 from automations.schemas import RoomContents, RoomDevice, RoomOut, RoomSensor, RoomsOut, SceneOut
 from automations.schemas import RoomLight as LightRow
+from devices.agents import selectors as agents_reads
 from devices.agents.models import Agent
 from devices.home.models import Light
 from devices.telemetry import selectors as telemetry
@@ -36,10 +37,13 @@ def rooms() -> RoomsOut:
             "measured_at": row["measured_at"].isoformat(),
         }
         contents(zone_room.get(row["zone"]))["sensors"].append(sensor)
-    for pk, agent_id, agent_name, online in Agent.objects.filter(approved=True).values_list(
-        "pk", "agent_id", "name", "online"
+    room_names = dict(Room.objects.values_list("pk", "name"))
+    for pk, agent_id, agent_name, server_info, online in Agent.objects.filter(approved=True).values_list(
+        "pk", "agent_id", "name", "server_info", "online"
     ):
-        device: RoomDevice = {"agent_id": agent_id, "name": agent_name, "online": online}
+        room = room_names.get(agent_room.get(pk, 0))
+        name = agents_reads.display_name(agent_id, agent_name, server_info, room)
+        device: RoomDevice = {"agent_id": agent_id, "name": name, "online": online}
         contents(agent_room.get(pk))["devices"].append(device)
     zones: dict[int, list[str]] = {}
     for zone, room_id in sorted(zone_room.items()):
@@ -49,6 +53,16 @@ def rooms() -> RoomsOut:
         for pk, name in Room.objects.values_list("pk", "name")
     ]
     return {"rooms": listed, "elsewhere": contents(None)}
+
+
+def device_names() -> dict[str, str]:
+    """Each agent's name as the household reads it (`devices.agents.selectors.display_name`,
+    with its room for a default)."""
+    rooms = dict(RoomAgent.objects.values_list("agent__agent_id", "room__name"))
+    return {
+        agent_id: agents_reads.display_name(agent_id, name, server_info, rooms.get(agent_id))
+        for agent_id, name, server_info in Agent.objects.values_list("agent_id", "name", "server_info")
+    }
 
 
 def scenes() -> list[SceneOut]:

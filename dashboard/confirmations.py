@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from common import roles
 from dashboard.access import forbidden, role_required
-from dashboard.activity import light_labels
+from dashboard.activity import device_labels, light_labels
 from dashboard.sentences import request_sentence
 from mcp_endpoint.controls import confirmation
 from mcp_endpoint.engine.registry import registry
@@ -24,16 +24,16 @@ from mcp_endpoint.models import PendingConfirmation
 @require_GET
 @role_required(roles.DECIDE_REQUESTS)
 def requests(request: HttpRequest) -> HttpResponse:
-    labels = light_labels()
+    labels, devices = light_labels(), device_labels()
     context = {
         "page": "requests",
-        "open": [(row, sentence(row, labels)) for row in confirmation.open_requests()],
-        "recent": [(row, sentence(row, labels)) for row in confirmation.recent_requests()],
+        "open": [(row, sentence(row, labels, devices)) for row in confirmation.open_requests()],
+        "recent": [(row, sentence(row, labels, devices)) for row in confirmation.recent_requests()],
     }
     return render(request, "dashboard/requests.html", context)
 
 
-def sentence(row: PendingConfirmation, labels: dict[str, str]) -> str:
+def sentence(row: PendingConfirmation, labels: dict[str, str], devices: dict[str, str]) -> str:
     """ "Claude (through /mcp) asks to disarm the alarm": the request as the person reads it."""
     tool = registry.get_declared(row.tool)
     return request_sentence(
@@ -43,6 +43,7 @@ def sentence(row: PendingConfirmation, labels: dict[str, str]) -> str:
         row.arguments,
         title=tool.title if tool else None,
         light_labels=labels,
+        device_labels=devices,
     )
 
 
@@ -81,7 +82,7 @@ def request_page(request: HttpRequest, pk: int) -> HttpResponse:
     context = {
         "page": "requests",
         "req": row,
-        "sentence": sentence(row, light_labels()),
+        "sentence": sentence(row, light_labels(), device_labels()),
         "waiting": confirmation.is_open(row),
         "details": details,
     }

@@ -1,7 +1,8 @@
 """Requests and audit events as a person reads them: "Claude (through /mcp) asks to disarm the
 alarm", "ana switched the Salón light on from the dashboard". Pure presentation: the names of
-lights come in as a mapping (`light_labels`), so each function is a plain function of its
-arguments; the exact arguments and before -> after stay beside every sentence on the pages."""
+lights and devices come in as mappings (`light_labels`, `device_labels`: a device under its
+agent id and under its tools' prefix, `devices.agents.names.slug`), so each function is a plain
+function of its arguments; the exact arguments and before -> after stay beside every sentence on the pages."""
 
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ VERBS = {
     "agent.disconnect": gettext_noop("the device {name} disconnected"),
     "agent.approve": gettext_noop("approved the device {name}"),
     "agent.remove": gettext_noop("removed the device {name}"),
+    "agent.label": gettext_noop("named the device {name}"),
     "xiaozhi.unbind": gettext_noop("unbound the device {name}"),
     "fel.invoice.record": gettext_noop("recorded the invoice {name}"),
     "home.seed": gettext_noop("set up the home"),
@@ -66,7 +68,12 @@ def light_name(name: str, labels: Mapping[str, str]) -> str:
 
 
 def action_phrase(
-    tool: str, arguments: Any, *, title: str | None = None, light_labels: Mapping[str, str] | None = None
+    tool: str,
+    arguments: Any,
+    *,
+    title: str | None = None,
+    light_labels: Mapping[str, str] | None = None,
+    device_labels: Mapping[str, str] | None = None,
 ) -> str:
     """What calling `tool` with `arguments` does, as the end of "asks to ...": known hub tools in
     words, a device's tool as "run <title> on <device>", any other "run <title> with <args>"."""
@@ -87,7 +94,8 @@ def action_phrase(
     shown = title or tool
     if "__" in tool:
         device, _sep, part = tool.partition("__")
-        return _("run %(tool)s on %(device)s") % {"tool": title or part, "device": device}
+        named = (device_labels or {}).get(device) or device
+        return _("run %(tool)s on %(device)s") % {"tool": title or part, "device": named}
     if not args:
         return _("run %(tool)s") % {"tool": shown}
     return _("run %(tool)s with %(args)s") % {"tool": shown, "args": readable(args)}
@@ -101,9 +109,10 @@ def request_sentence(
     *,
     title: str | None = None,
     light_labels: Mapping[str, str] | None = None,
+    device_labels: Mapping[str, str] | None = None,
 ) -> str:
     """ "Claude (through /mcp) asks to disarm the alarm"."""
-    what = action_phrase(tool, arguments, title=title, light_labels=light_labels)
+    what = action_phrase(tool, arguments, title=title, light_labels=light_labels, device_labels=device_labels)
     return _("%(actor)s (through %(door)s) asks to %(what)s") % {
         "actor": actor,
         "door": door(interface),
@@ -127,11 +136,15 @@ def _who(actor: str, interface: str) -> str:
     return actor or _("The hub")
 
 
-def event_sentence(event: Any, light_labels: Mapping[str, str] | None = None) -> str:
+def event_sentence(
+    event: Any, light_labels: Mapping[str, str] | None = None, device_labels: Mapping[str, str] | None = None
+) -> str:
     """One audit event (`audit.models.Event`) as a sentence: who did what, through which door."""
-    labels = light_labels or {}
+    labels, devices = light_labels or {}, device_labels or {}
     action, target = event.action, event.target or ""
     name = target.partition(":")[2] or target
+    if target.startswith("agent:"):
+        name = devices.get(name) or name
     after = event.after if isinstance(event.after, dict) else {}
     who, where = _who(event.actor, event.interface), _where(event.interface)
     tail = ""  # after the door: how a call ended
@@ -146,11 +159,19 @@ def event_sentence(event: Any, light_labels: Mapping[str, str] | None = None) ->
     elif action == "person.set" and "present" in after:
         what = (_("marked %(name)s home") if after["present"] else _("marked %(name)s away")) % {"name": name}
     elif action == "tool.call":
-        what = _("called %(tool)s") % {"tool": name}
+        device, _sep, part = name.partition("__")
+        if part and device in devices:
+            what = _("ran %(tool)s on %(device)s") % {"tool": part, "device": devices[device]}
+        else:
+            what = _("called %(tool)s") % {"tool": name}
         if after.get("ok") is False:
             tail = ", " + _("which failed")
         if after.get("confirmation"):
             tail += f" ({after['confirmation']})"
+    elif action == "agent.call" and isinstance(event.before, dict) and event.before.get("tool"):
+        what = _("ran %(tool)s on %(device)s") % {"tool": event.before["tool"], "device": name}
+        if after.get("ok") is False:
+            tail = ", " + _("which failed")
     elif action == "fel.batch":
         what = _("processed a batch of %(count)s invoices") % {"count": after.get("count", 0)}
         if after.get("invalid"):

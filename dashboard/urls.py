@@ -42,6 +42,7 @@ urlpatterns = [
     path("devices/unbind/", views.unbind_device, name="unbind_device"),
     path("devices/remove/", views.remove_device, name="remove_device"),
     path("devices/approve/", views.approve_device, name="approve_device"),
+    path("devices/label/", views.device_label, name="device_label"),
     path("invoices/", invoices.invoices, name="invoices"),
     path("invoices/<int:pk>/pdf/", invoices.invoice_pdf, name="invoice_pdf"),
     path("invoices/<int:pk>/pdf/view/", invoices.invoice_pdf, {"inline": True}, name="invoice_pdf_view"),

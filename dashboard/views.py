@@ -271,10 +271,11 @@ def sensor_label(
 def _agents_with_forms() -> list[dict[str, Any]]:
     """Each agent with a form's fields for each of its tools the owner left enabled (the tool
     catalogue), and its stock xiaozhi binding."""
-    bindings = xiaozhi_reads.bindings()
+    bindings, names = xiaozhi_reads.bindings(), rooms_reads.device_names()
     return [
         {
             **agent,
+            "label": names.get(agent["agent_id"], agent["agent_id"]),
             "tools": [
                 {**tool, "fields": fields_for(tool["input_schema"])}
                 for tool in gateway.enabled_only(agent["agent_id"], agent["tools"])
@@ -327,6 +328,7 @@ def devices(request: HttpRequest) -> HttpResponse:
         return HttpResponse(status=405, headers={"Allow": "GET, POST"})
     context: dict[str, Any] = {"page": "devices", "call": request.session.pop(CALL_KEPT, None)}
     context["agents"] = _agents_with_forms()
+    context["label_max"] = agents.LABEL_MAX_CHARS
     context["ota_url"] = request.build_absolute_uri(reverse("xiaozhi-ota"))
     context["mqtt_workers"] = mqtt_status.workers()
     context["broker_state"] = mqtt_status.broker_state()
@@ -340,6 +342,22 @@ def _done(request: HttpRequest, ok: bool, message: str) -> HttpResponse:
         return JsonResponse({"message": message} if ok else {"error": message}, status=200 if ok else 400)
     (messages.success if ok else messages.error)(request, message)
     return redirect("dashboard:devices")
+
+
+@require_POST
+@role_required(roles.MANAGE_DEVICES)
+def device_label(request: HttpRequest) -> HttpResponse:
+    """An owner names a device (blank: back to its default name)."""
+    try:
+        label = agents.set_agent_label(
+            request.POST.get("agent_id", "")[:64],
+            request.POST.get("label", ""),
+            actor=_actor(request),
+            interface=DASHBOARD,
+        )
+    except agents.LabelError as error:
+        return _done(request, False, str(error))
+    return _done(request, True, gettext("Device renamed.") if label else gettext("Device name reset."))
 
 
 @require_POST

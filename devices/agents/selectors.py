@@ -8,6 +8,7 @@ from typing import Any, Literal, TypedDict
 
 from asgiref.sync import sync_to_async
 from django.db.models import Count
+from django.utils.translation import gettext
 
 from devices.agents import names
 from devices.agents.models import Agent, AgentTool
@@ -173,3 +174,21 @@ def agent_tool(agent_id: str, tool: str) -> ToolOut | None:
     if row is None:
         return None
     return next((t for t in row["tools"] if t["name"] == tool), None)
+
+
+SHORT_ID_CHARS = 5
+
+
+def display_name(agent_id: str, name: str, server_info: Any, room: str | None = None) -> str:
+    """What the household calls a device: the owner's label, else the name the device announced,
+    else "<Room> device", else a short form of its id ("Device 3f:a2" for a MAC)."""
+    if name:
+        return name
+    announced = server_info.get("name") if isinstance(server_info, dict) else None
+    if isinstance(announced, str) and announced.strip():
+        return announced.strip()[:100]
+    if room:
+        return gettext("%(room)s device") % {"room": room}
+    if len(agent_id) > 2 * SHORT_ID_CHARS:
+        return gettext("Device %(id)s") % {"id": agent_id[-SHORT_ID_CHARS:]}
+    return agent_id

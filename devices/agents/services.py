@@ -18,6 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from audit.models import Event
 from audit.services import record_event
@@ -448,6 +449,42 @@ def remove_agent(agent_id: str, *, actor: str, interface: str) -> bool:
         )
         agent_channels.announce_agent_change_on_commit(agent_id)
     return True
+
+
+LABEL_MAX_CHARS = 100  # Agent.name's length
+
+
+class LabelError(ValueError):
+    """A device name the hub will not keep; the text names the field."""
+
+
+def set_agent_label(agent_id: str, label: str, *, actor: str, interface: str) -> str:
+    """Name a device as the household calls it (blank: back to its default name, see
+    `selectors.display_name`). The label is `Agent.name`, which only owners' doors write
+    (registration, pairing, this): a device's own announcements never touch it. One transaction
+    with its audit event; the stripped label is returned."""
+    label = " ".join(label.split())
+    if len(label) > LABEL_MAX_CHARS:
+        raise LabelError(gettext("label: at most %(count)d characters.") % {"count": LABEL_MAX_CHARS})
+    with transaction.atomic():
+        agent = Agent.objects.select_for_update().filter(agent_id=agent_id).first()
+        if agent is None:
+            raise LabelError(gettext("agent_id: no device %(id)s.") % {"id": agent_id})
+        if agent.name != label:
+            before = agent.name
+            agent.name = label
+            agent.save(update_fields=["name"])
+            record_event(
+                actor=actor,
+                interface=interface,
+                action="agent.label",
+                target=f"agent:{agent_id}",
+                before={"name": before},
+                after={"name": label},
+                broadcast={"kind": "agent", "agent_id": agent_id, "name": label},
+            )
+            agent_channels.announce_agent_change_on_commit(agent_id)
+    return label
 
 
 def record_agent_call(
