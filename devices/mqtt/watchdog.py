@@ -3,7 +3,12 @@ deploy/systemd/mqtt-worker@.service): `READY=1` once started, then `WATCHDOG=1` 
 watchdog interval while the worker is alive (its event loop turns, since this runs on it, and
 its ingestion writer thread runs). A broker or database outage is no reason to restart it (it
 retries by itself), so they do not stop the pings: readiness is `manage.py mqtt_health`'s
-question, not this one. The protocol is sd_notify(3): one datagram on $NOTIFY_SOCKET."""
+question, not this one. The protocol is sd_notify(3): one datagram on $NOTIFY_SOCKET.
+
+The datagram is sent without waiting: a notification socket whose reader has fallen behind
+(its queue holds `net.unix.max_dgram_qlen` datagrams, 10 by default) would otherwise block the
+send, and with it the event loop this runs on, which then handles nothing (no discovery, not
+even SIGTERM). A ping that finds the queue full is dropped with a warning; the next one follows."""
 
 from __future__ import annotations
 
@@ -25,8 +30,9 @@ def notify(state: str) -> bool:
         address = "\0" + address[1:]  # an abstract socket
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+            sock.setblocking(False)
             sock.connect(address)
-            sock.sendall(state.encode())
+            sock.send(state.encode())
     except OSError:
         logger.warning("could not notify systemd (%s)", state.split("=", 1)[0], exc_info=True)
         return False

@@ -35,6 +35,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import httpx
@@ -330,6 +331,17 @@ class Rehearsal:
         return codes
 
 
+def read_pings(notifications: socket.socket, pings: list[str]) -> None:
+    """What systemd does with a unit's notification socket: read every datagram, until closed."""
+    while True:
+        try:
+            pings.append(notifications.recv(100).decode())
+        except TimeoutError:
+            continue
+        except OSError:  # closed at the rehearsal's end
+            return
+
+
 def free_port() -> int:
     from tests.conftest import free_port as free
 
@@ -434,6 +446,10 @@ def test_the_documented_deployment_comes_up_and_works(live_env, tmp_path):
         )
         said = {notifications.recv(100).decode() for _ in range(2)}
         assert said == {"READY=1", "WATCHDOG=1"}  # systemd's Type=notify and its watchdog
+        # Then read the pings as systemd does, for the rest of the rehearsal.
+        pings: list[str] = []
+        reader = threading.Thread(target=read_pings, args=(notifications, pings), daemon=True)
+        reader.start()
 
         # The documented broker user and the shipped ACL: every subscription delivers.
         client_id = "homehub-worker-1"
@@ -475,6 +491,7 @@ def test_the_documented_deployment_comes_up_and_works(live_env, tmp_path):
         full = httpx.get(base + "/healthz?full=1", headers={"x-forwarded-proto": "https"}, timeout=10)
         assert full.status_code == 200, full.text
         assert json.loads(full.text)["checks"]["mqtt"] == {"ok": True, "state": "connected"}
+        assert pings and set(pings) == {"WATCHDOG=1"}, pings  # the watchdog went on pinging
         metrics = httpx.get(base + "/metrics", headers={"authorization": f"Bearer {env['METRICS_TOKEN']}"})
         assert (
             f'homehub_mqtt_subscription_ok{{topic="$share/homehub/office/#",worker="{client_id}"}} 1.0'
