@@ -159,6 +159,7 @@ class Engine:
         self.concerned: dict[ChangeKey, dict[str, Loaded]] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._wake = asyncio.Event()
+        self._listening = asyncio.Event()  # joined the change feed: only then does it hold any
         self._round_now = True
 
     # --- running ------------------------------------------------------------------------
@@ -202,6 +203,7 @@ class Engine:
                 channel = await layer.new_channel()
                 for group in groups:
                     await layer.group_add(group, channel)
+                self._listening.set()
                 break
             except Exception:
                 logger.exception("automations: could not join the change feed; retrying")
@@ -223,6 +225,8 @@ class Engine:
             logger.exception("automations: could not handle %s", message.get("type"))
 
     async def _loop(self) -> None:
+        # An automation held is one whose changes are heard: no lease before the feed is joined.
+        await self._listening.wait()
         loop = asyncio.get_running_loop()
         next_round = lapses = loop.time()
         while True:

@@ -96,7 +96,6 @@ def test_the_dry_run_over_the_recorded_window_finds_what_the_engine_did(live_env
         rest,
     ):
         wait_until(lambda: Automation.objects.filter(holder="").count() == 0, what="all four held")
-        time.sleep(0.5)  # its listener has joined
 
         async def switch_through_stdio() -> None:
             async with StdioClient(live_env) as stdio:

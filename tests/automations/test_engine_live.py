@@ -65,7 +65,6 @@ def test_each_kind_of_change_fires_its_automation_whichever_process_makes_it(liv
         running_hub(worker_env(live_env, mqtt.url), serve=True, **QUICK) as hub,
     ):
         held("Luz")
-        time.sleep(0.5)  # its listener has joined
 
         async def switch_through_stdio() -> None:  # another process: Claude Desktop's
             async with StdioClient(live_env) as stdio:
@@ -160,7 +159,6 @@ def test_a_real_cron_minute_runs_once_and_a_killed_holder_is_taken_over(live_env
             killed = time.monotonic()
             taker = wait_until(lambda: Automation.objects.get(name="Cada minuto").holder != first, timeout=8)
             assert taker and time.monotonic() - killed < 5
-            time.sleep(0.5)  # its listener has joined
             home_services.set_light_state("salon", True, **SYSTEM)
             (change_run,) = done("Luz")
             assert change_run.status == "done" and change_run.holder != first

@@ -97,7 +97,6 @@ def test_an_llm_writes_tries_saves_and_has_an_automation_enabled_then_sees_it_ru
             await asyncio.to_thread(
                 wait_until, lambda: Automation.objects.get(name=NAME).holder, what="held by the engine"
             )
-            await asyncio.sleep(0.5)  # its listener has joined
             await call("set_light_state", {"name": "salon", "on": True})
             for _ in range(100):
                 out["runs"] = (await call("automation_runs", {"name": NAME}))["runs"]

@@ -4,8 +4,6 @@ automation's name, when a change fires it."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from automations.models import Automation
@@ -25,8 +23,7 @@ def test_a_notify_action_is_delivered_to_the_households_service(live_env, http_r
         [{"notify": "La alarma se ha armado", "level": "warning"}],
     )
     with hub(live_env, serve=True, AUTOMATION_LEASE_SECONDS="1.5", NOTIFY_URLS=http_receiver.url("casa")):
-        wait_until(lambda: Automation.objects.get().holder, what="held by the engine")
-        time.sleep(0.5)  # its listener has joined
+        wait_until(lambda: Automation.objects.get().holder, what="held by the engine (so listening)")
         home_services.set_alarm_state(True, actor="ana", interface="dashboard")
         (post,) = http_receiver.wait(1)
         (run,) = wait_until(
