@@ -21,6 +21,7 @@ from audit import selectors as audit_reads
 from audit.models import Event
 from automations import selectors as rooms_reads
 from common import roles
+from common.labels import LABEL_MAX_CHARS, LabelError
 from dashboard import activity as activity_reads
 from dashboard import readings, toolresults
 from dashboard.access import role_required, wants_json
@@ -238,7 +239,7 @@ def sensor_detail(
                 }
                 for row in telemetry_reads.sensor_readings(key).values("value", "unit", "measured_at")[:10]
             ],
-            "label_max": telemetry.LABEL_MAX_CHARS,
+            "label_max": LABEL_MAX_CHARS,
         },
     )
 
@@ -254,7 +255,7 @@ def sensor_label(
         label = telemetry.set_sensor_label(
             key, request.POST.get("label", ""), actor=_actor(request), interface=DASHBOARD
         )
-    except telemetry.LabelError as error:
+    except LabelError as error:
         if wants_json(request):
             return JsonResponse({"error": str(error)}, status=400)
         messages.error(request, str(error))
@@ -328,7 +329,7 @@ def devices(request: HttpRequest) -> HttpResponse:
         return HttpResponse(status=405, headers={"Allow": "GET, POST"})
     context: dict[str, Any] = {"page": "devices", "call": request.session.pop(CALL_KEPT, None)}
     context["agents"] = _agents_with_forms()
-    context["label_max"] = agents.LABEL_MAX_CHARS
+    context["label_max"] = LABEL_MAX_CHARS
     context["ota_url"] = request.build_absolute_uri(reverse("xiaozhi-ota"))
     context["mqtt_workers"] = mqtt_status.workers()
     context["broker_state"] = mqtt_status.broker_state()
@@ -355,7 +356,7 @@ def device_label(request: HttpRequest) -> HttpResponse:
             actor=_actor(request),
             interface=DASHBOARD,
         )
-    except agents.LabelError as error:
+    except LabelError as error:
         return _done(request, False, str(error))
     return _done(request, True, gettext("Device renamed.") if label else gettext("Device name reset."))
 

@@ -22,6 +22,7 @@ from django.utils.translation import gettext
 
 from audit.models import Event
 from audit.services import record_event
+from common.labels import LabelError, tidy_label
 from common.storable import bounded_json, storable_json, storable_text
 from common.write_batches import batched
 from devices.agents import agent_channels, selectors
@@ -451,21 +452,12 @@ def remove_agent(agent_id: str, *, actor: str, interface: str) -> bool:
     return True
 
 
-LABEL_MAX_CHARS = 100  # Agent.name's length
-
-
-class LabelError(ValueError):
-    """A device name the hub will not keep; the text names the field."""
-
-
 def set_agent_label(agent_id: str, label: str, *, actor: str, interface: str) -> str:
     """Name a device as the household calls it (blank: back to its default name, see
     `selectors.display_name`). The label is `Agent.name`, which only owners' doors write
     (registration, pairing, this): a device's own announcements never touch it. One transaction
     with its audit event; the stripped label is returned."""
-    label = " ".join(label.split())
-    if len(label) > LABEL_MAX_CHARS:
-        raise LabelError(gettext("label: at most %(count)d characters.") % {"count": LABEL_MAX_CHARS})
+    label = tidy_label(label)
     with transaction.atomic():
         agent = Agent.objects.select_for_update().filter(agent_id=agent_id).first()
         if agent is None:

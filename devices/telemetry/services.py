@@ -23,6 +23,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from audit.services import record_event
+from common.labels import LabelError, tidy_label
 from common.pruning import delete_in_chunks
 from common.storable import storable_text
 from devices.telemetry.models import MqttDelivery, RejectedMessage, Sensor, TelemetryReading
@@ -208,19 +209,10 @@ def prune_telemetry(older_than: timedelta) -> int:
     return delete_in_chunks(TelemetryReading.objects.filter(measured_at__lt=timezone.now() - older_than))
 
 
-LABEL_MAX_CHARS = 100
-
-
-class LabelError(ValueError):
-    """A sensor's label that cannot be kept; the message names the field."""
-
-
 def set_sensor_label(key: SensorKey, label: str, *, actor: str, interface: str) -> str:
     """Name a sensor as the household calls it (blank: back to the name made from its room and
     channel). One transaction with its audit event; the stripped label is returned."""
-    label = " ".join(label.split())
-    if len(label) > LABEL_MAX_CHARS:
-        raise LabelError(gettext("label: at most %(count)d characters.") % {"count": LABEL_MAX_CHARS})
+    label = tidy_label(label)
     with transaction.atomic():
         sensor = Sensor.objects.select_for_update().filter(key.filter()).first()
         if sensor is None:
