@@ -17,6 +17,7 @@ pytestmark = pytest.mark.live
 
 
 def test_a_notify_action_is_delivered_to_the_households_service(live_env, http_receiver):
+    home_services.set_alarm_state(False, actor="ana", interface="dashboard")  # whatever ran before
     automation(
         "Alarma armada",
         [{"type": "alarm", "to": "armed"}],
@@ -33,5 +34,5 @@ def test_a_notify_action_is_delivered_to_the_households_service(live_env, http_r
     assert post["path"] == "/casa" and post["title"] == "Alarma armada"
     assert post["message"] == "La alarma se ha armado" and post["type"] == "warning"
     assert run.status == "done" and run.trace[-1]["ok"] is True
-    row = Notification.objects.get()
+    row = Notification.objects.get(source="automation")
     assert (row.source, row.text) == ("automation", "La alarma se ha armado")
