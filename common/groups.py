@@ -49,6 +49,17 @@ def keep_joined(layer: Any, groups: Callable[[], Iterable[str]], channel: str) -
     return asyncio.ensure_future(_rejoin_forever(layer, groups, channel))
 
 
+async def hear_every_process(layer: Any) -> None:
+    """Return once a message any hub process sends from now on reaches this one. With Redis
+    that is as soon as the channel has joined its groups; the database layer's other
+    processes learn of a new listener only within a registry read (`feed_epoch` is None
+    until then), so a listener that must miss nothing (the automations engine, before it
+    takes a lease) waits for it."""
+    feed_epoch = getattr(layer, "feed_epoch", None)
+    while feed_epoch is not None and feed_epoch() is None:
+        await asyncio.sleep(0.1)
+
+
 async def receive_forever(
     layer: Any, channel: str, handle: Callable[[dict[str, Any]], Awaitable[None]], what: str
 ) -> None:
