@@ -45,6 +45,29 @@ def _no_home_copy_left_over():
     home_state.forget()
 
 
+@pytest.fixture(autouse=True)
+def _no_feed_left_over(request, django_db_blocker):
+    """A test that used the database channel layer on an event loop made this process listen
+    to the others (a feed thread of its own on the test database). Stop it while the test
+    database is still there: left running, it would fail on every database the test session
+    blocks, drops or terminates, and print its tracebacks over the session's summary."""
+    yield
+    from asgiref.sync import async_to_sync
+    from channels.layers import get_channel_layer
+
+    from common.layers import DatabaseChannelLayer
+
+    layer = get_channel_layer()
+    if not isinstance(layer, DatabaseChannelLayer):
+        return
+    marked = request.node.get_closest_marker("django_db")
+    if marked or {"db", "transactional_db"} & set(request.fixturenames):
+        with django_db_blocker.unblock():
+            async_to_sync(layer.close)()
+    else:
+        async_to_sync(layer.close)()
+
+
 @pytest.fixture
 def home(db):
     """Seed 000's home, freshly created for the test."""

@@ -67,9 +67,9 @@ from automations.evaluation import (
 )
 from automations.models import AutomationRun
 from common.groups import channel_layer, hear_every_process, keep_joined, receive_forever
+from common.holders import process_name
 from mcp_endpoint.engine.registry import registry
 from mcp_endpoint.engine.tools import Caller, ToolContext
-from mcp_endpoint.transports.outbound.supervisor import process_name
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The engine's writes: its lease, its hold on the automations, their persisted state, and runs.
 
-A lease per holder: each engine (an `EngineHolder` row, named by `process_name`) renews its
+A lease per holder: each engine (an `EngineHolder` row, named by `common.holders.process_name`) renews its
 own row once per round, whatever the number of automations it holds; an automation's row
 names its holder (`Automation.holder`) and is taken by another engine only when that holder's
 lease lapsed (or it names none). Claiming is one conditional UPDATE of the enabled rows whose

@@ -21,9 +21,6 @@ import asyncio
 import contextlib
 import functools
 import logging
-import os
-import secrets
-import socket
 import traceback
 from collections.abc import Callable
 from datetime import timedelta
@@ -33,6 +30,7 @@ from django.conf import settings
 from django.utils import timezone
 from websockets.exceptions import WebSocketException
 
+from common.holders import process_name
 from mcp_endpoint.engine.registry import registry
 from mcp_endpoint.transports.outbound import endpoints
 from mcp_endpoint.transports.outbound.connection import serve_endpoint
@@ -46,11 +44,6 @@ BACKOFF_MAX = 600.0
 STABLE_SECONDS = 60.0  # a connection up this long resets the backoff
 LEASE_ROUNDS = 6  # a claim not renewed for this many rounds lapses
 STOP_SECONDS = 1.0  # for the links to close their sockets when the hub stops (then: let go)
-
-
-def process_name() -> str:
-    """Who holds a lease: this host and process, and a random part for each supervisor."""
-    return f"{socket.gethostname()[:60]}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
 class EndpointLink:
