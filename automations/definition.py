@@ -1,6 +1,7 @@
 """An automation's definition: the JSON shape docs/DESIGN.md fixes (triggers, conditions,
 actions, mode), as typed objects. `parse` checks the shape only (types, known kinds, bounds)
-and raises `DefinitionError` naming each bad field; whether the lights, people, zones, agents
+and raises `DefinitionError` naming each bad field (in the active language: pydantic's words
+for the common mistakes are said again, `_said`); whether the lights, people, zones, agents
 and tools it names exist is `automations.validation`'s question.
 """
 
@@ -8,7 +9,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+from django.utils.translation import gettext, gettext_noop
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
+from pydantic_core import ErrorDetails
 
 from automations.errors import DefinitionError
 
@@ -39,7 +42,7 @@ class _Someone(_Shape):
     @model_validator(mode="after")
     def _one_of(self) -> _Someone:
         if (self.person is None) == (self.who is None):
-            raise ValueError("give either 'person' (a name) or 'who' ('everyone' or 'anyone')")
+            raise ValueError(gettext("give either 'person' (a name) or 'who' ('everyone' or 'anyone')"))
         return self
 
 
@@ -52,9 +55,9 @@ class _Threshold(_Shape):
     @model_validator(mode="after")
     def _one_bound(self) -> _Threshold:
         if self.above is None and self.below is None:
-            raise ValueError("give 'above' or 'below' (or both, for a band)")
+            raise ValueError(gettext("give 'above' or 'below' (or both, for a band)"))
         if self.above is not None and self.below is not None and self.above >= self.below:
-            raise ValueError("'above' must be lower than 'below' when both are given")
+            raise ValueError(gettext("'above' must be lower than 'below' when both are given"))
         return self
 
     def within(self, value: float) -> bool:
@@ -163,7 +166,7 @@ class TimeCondition(_Shape):
     @model_validator(mode="after")
     def _something(self) -> TimeCondition:
         if self.after is None and self.before is None and self.weekdays is None:
-            raise ValueError("give 'after', 'before' or 'weekdays'")
+            raise ValueError(gettext("give 'after', 'before' or 'weekdays'"))
         return self
 
 
@@ -266,10 +269,56 @@ def _field(loc: tuple[int | str, ...]) -> str:
 def parse(data: Any) -> Definition:
     """The definition in `data` (a JSON object); DefinitionError naming every bad field."""
     if not isinstance(data, dict):
-        raise DefinitionError(["definition: must be a JSON object"])
+        raise DefinitionError(["definition: " + gettext("must be a JSON object")])
     try:
         return Definition.model_validate(data)
     except ValidationError as exc:
-        raise DefinitionError(
-            [f"{_field(e['loc'])}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors()]
-        ) from None
+        raise DefinitionError([f"{_field(e['loc'])}: {_said(e)}" for e in exc.errors()]) from None
+
+
+# pydantic's error types an author meets most, said again: (words, the context key they name).
+_SAID = {
+    "missing": (gettext_noop("required"), None),
+    "extra_forbidden": (gettext_noop("not a field here"), None),
+    "action_kind": (
+        gettext_noop("an action is an object with 'tool', 'scene', 'delay_seconds' or 'notify'"),
+        None,
+    ),
+    "union_tag_invalid": (gettext_noop("unknown type '%(n)s'"), "tag"),
+    "string_too_short": (gettext_noop("too short (at least %(n)s)"), "min_length"),
+    "too_short": (gettext_noop("too short (at least %(n)s)"), "min_length"),
+    "string_too_long": (gettext_noop("too long (at most %(n)s)"), "max_length"),
+    "too_long": (gettext_noop("too long (at most %(n)s)"), "max_length"),
+    "greater_than_equal": (gettext_noop("must be at least %(n)s"), "ge"),
+    "greater_than": (gettext_noop("must be more than %(n)s"), "gt"),
+    "less_than_equal": (gettext_noop("must be at most %(n)s"), "le"),
+    "less_than": (gettext_noop("must be less than %(n)s"), "lt"),
+    "int_type": (gettext_noop("must be a whole number"), None),
+    "float_type": (gettext_noop("must be a number"), None),
+    "string_type": (gettext_noop("must be a text"), None),
+    "bool_type": (gettext_noop("must be true or false"), None),
+    "dict_type": (gettext_noop("must be a JSON object"), None),
+    "list_type": (gettext_noop("must be a list"), None),
+}
+
+
+def _said(error: ErrorDetails) -> str:
+    """pydantic's message for `error`; in another language than English, the catalog's words
+    for the mistakes an author makes most (a missing or unknown field, a wrong choice, a
+    bound, a type). English, and any other mistake, read as pydantic says them."""
+    kind, ctx = error["type"], error.get("ctx", {})
+    values: dict[str, Any]
+    if kind == "value_error":  # a validator's own words, translated when raised
+        return error["msg"].removeprefix("Value error, ")
+    if kind == "literal_error":
+        words, values = gettext_noop("must be %(expected)s"), {"expected": str(ctx.get("expected", ""))}
+        values["expected"] = values["expected"].replace("' or '", "' " + gettext("or") + " '")
+    elif kind in _SAID:
+        words, named = _SAID[kind]
+        values = {"n": ctx.get(named)} if named else {}
+    else:
+        return error["msg"]
+    said = gettext(words)
+    if said == words:  # no translation: pydantic's own English
+        return error["msg"]
+    return said % values if values else said

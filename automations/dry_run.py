@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.utils import timezone
+from django.utils.translation import gettext, ngettext
 
 from automations import schedules
 from automations.definition import (
@@ -28,7 +29,7 @@ from automations.definition import (
     ToolAction,
 )
 from automations.errors import AutomationError
-from automations.evaluation import Change, Evaluator, Firing, HomeView, conditions_hold
+from automations.evaluation import Change, Evaluator, Firing, HomeView, conditions_hold, why_shown
 from automations.history import changes_between
 from automations.models import Scene
 from automations.schemas import DryFiring, DryRunOut, PlannedAction, ToolCallOut
@@ -47,7 +48,7 @@ def dry_run(
     `data` (checked as a save checks it: DefinitionError). `scopes`: whose rights the actions
     would run with, for each tool action's `allowed` (None: any scope)."""
     if not isinstance(days, int) or not 1 <= days <= DAYS_MAX:
-        raise AutomationError(f"days: must be 1 to {DAYS_MAX}")
+        raise AutomationError("days: " + gettext("must be 1 to %(n)s") % {"n": DAYS_MAX})
     definition = validate(data)
     end = now or timezone.now()
     start = end - timedelta(days=days)
@@ -166,18 +167,30 @@ def _scene_steps(name: str) -> list[ToolCallOut]:
 
 
 def described(out: DryRunOut) -> str:
-    """A dry run in words, for a person deciding whether to let the automation run."""
-    lines = [
-        f"From {out['from'][:16]} to {out['to'][:16]}: {len(out['fired'])} firing(s)"
-        f"{' (more not shown)' if out['truncated'] else ''}, {out['changes_replayed']} change(s) replayed."
-    ]
+    """A dry run in words, for a person deciding whether to let the automation run (in the
+    language of the page that shows it)."""
+    fired = len(out["fired"])
+    counted = {"start": out["from"][:16], "end": out["to"][:16], "n": fired}
+    head = ngettext(
+        "From %(start)s to %(end)s: %(n)s firing", "From %(start)s to %(end)s: %(n)s firings", fired
+    )
+    head %= counted
+    if out["truncated"]:
+        head += " " + gettext("(more not shown)")
+    replayed = out["changes_replayed"]
+    head += ", " + ngettext("%(n)s change replayed.", "%(n)s changes replayed.", replayed) % {"n": replayed}
+    lines = [head]
     for firing in out["fired"]:
         trigger = firing["trigger"].get("type", "?")
-        failed = [c["why"] for c in firing["conditions"] if not c["ok"]]
-        outcome = "would run" if firing["ran"] else "conditions not met (" + "; ".join(failed) + ")"
+        failed = [why_shown(c["why"]) for c in firing["conditions"] if not c["ok"]]
+        outcome = (
+            gettext("would run")
+            if firing["ran"]
+            else gettext("conditions not met (%(why)s)") % {"why": "; ".join(failed)}
+        )
         lines.append(f"{firing['at'][:19]}  {trigger}: {outcome}")
     ran = next((f["actions"] for f in out["fired"] if f["ran"]), None)
     if ran:
-        lines.append("Each run would do:")
+        lines.append(gettext("Each run would do:"))
         lines += [f"  {json.dumps(action, ensure_ascii=False)}" for action in ran]
     return "\n".join(lines)

@@ -11,9 +11,12 @@ view at the firing (`conditions_hold`).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
+
+from django.utils.translation import gettext, gettext_noop
 
 from automations import schedules
 from automations.definition import (
@@ -277,6 +280,49 @@ def _judge(condition: Condition, view: HomeView, at: datetime) -> dict[str, Any]
         "ok": ok,
         "why": why,
     }
+
+
+# A condition's `why` is kept in English (in a run's trace, in a dry run's answer); a page shows
+# it in its reader's language (`why_shown`). These are its fixed words, marked for the catalog.
+_WHY_WORDS = {
+    word: word
+    for word in (
+        gettext_noop("armed"),
+        gettext_noop("disarmed"),
+        gettext_noop("online"),
+        gettext_noop("offline"),
+        gettext_noop("no value yet"),
+        gettext_noop("the sun is up"),
+        gettext_noop("the sun is down"),
+        gettext_noop("nobody"),
+        gettext_noop("mon"),
+        gettext_noop("tue"),
+        gettext_noop("wed"),
+        gettext_noop("thu"),
+        gettext_noop("fri"),
+        gettext_noop("sat"),
+        gettext_noop("sun"),
+    )
+}
+_LIGHT_WHY = re.compile(r"(?P<name>.+) is (?P<state>on|off)")
+_CLOCK_WHY = re.compile(r"(?P<day>mon|tue|wed|thu|fri|sat|sun) (?P<clock>\d\d:\d\d)")
+
+
+def why_shown(why: str) -> str:
+    """A condition's `why`, as `_judge` words it, in the active language (any other text as it is)."""
+    if why in _WHY_WORDS:
+        return gettext(why)
+    if why.startswith("home: "):
+        people = why.removeprefix("home: ")
+        return gettext("home: %(people)s") % {"people": gettext(people) if people == "nobody" else people}
+    if why.startswith("value "):
+        return gettext("value %(value)s") % {"value": why.removeprefix("value ")}
+    if light := _LIGHT_WHY.fullmatch(why):
+        said = gettext("%(name)s is on") if light["state"] == "on" else gettext("%(name)s is off")
+        return said % {"name": light["name"]}
+    if clock := _CLOCK_WHY.fullmatch(why):
+        return f"{gettext(clock['day'])} {clock['clock']}"
+    return why
 
 
 def _in_window(condition: TimeCondition, at: datetime) -> tuple[bool, str]:

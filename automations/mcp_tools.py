@@ -9,6 +9,7 @@ import json
 from typing import Annotated, Any
 
 from django.contrib.auth import get_user_model
+from django.utils.translation import gettext
 from pydantic import BaseModel, ConfigDict, Field
 
 from automations import authoring, automation_selectors, selectors, services
@@ -225,17 +226,21 @@ def _enables(args: SetEnabledInput) -> bool:
 
 
 def _approval_detail(args: SetEnabledInput) -> list[tuple[str, str]]:
-    """What the owner approving an enabling sees: the exact definition of that version, and
-    what it would have done over the last week."""
+    """What the owner approving an enabling sees on the request's page, in its language: the
+    exact definition of that version, and what it would have done over the last week."""
     definition = automation_selectors.version_definition(args.name, args.version)
+    named = {"name": args.name, "version": args.version}
     if definition is None:
-        return [("Definition", f"Automation '{args.name}' has no version {args.version}.")]
+        return [(gettext("Definition"), gettext("Automation '%(name)s' has no version %(version)s.") % named)]
     shown = json.dumps(definition, ensure_ascii=False, indent=2)
     try:
         tried = described(dry_run(definition))
     except AutomationError as exc:
-        tried = f"It cannot run as it stands: {exc}"
-    return [(f"Definition (version {args.version})", shown), ("Dry run over the last 7 days", tried)]
+        tried = gettext("It cannot run as it stands: %(why)s") % {"why": exc}
+    return [
+        (gettext("Definition (version %(version)s)") % named, shown),
+        (gettext("Dry run over the last 7 days"), tried),
+    ]
 
 
 @tool(

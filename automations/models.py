@@ -4,6 +4,7 @@ unique row of this app. The notifications' models are kept in `automations/notif
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy
 
 from automations.notifications.models import Notification, NotifyTarget
 from devices.agents.models import Agent
@@ -147,12 +148,14 @@ class AutomationRun(models.Model):
     trail is."""
 
     class Status(models.TextChoices):
-        RUNNING = "running"
-        DONE = "done"  # every action ran (or, with on_error continue, was tried)
-        FAILED = "failed"  # an action failed and the automation stops on errors
-        SKIPPED = "skipped"  # a condition did not hold
-        STOPPED = "stopped"  # the loop guard, a restart or the engine stopping ended it
-        MISSED = "missed"  # a schedule due while no engine ran, past the grace window
+        # The labels are the pages' words (in Spanish, feminine: "una ejecución").
+        RUNNING = "running", gettext_lazy("running")
+        DONE = "done", gettext_lazy("done")  # every action ran (or, with on_error continue, was tried)
+        FAILED = "failed", gettext_lazy("failed")  # an action failed and the automation stops on errors
+        SKIPPED = "skipped", gettext_lazy("skipped")  # a condition did not hold
+        # the loop guard, a restart or the engine stopping ended it
+        STOPPED = "stopped", gettext_lazy("stopped")
+        MISSED = "missed", gettext_lazy("missed")  # a schedule due while no engine ran, past the grace window
 
     automation = models.ForeignKey(Automation, on_delete=models.CASCADE, related_name="runs")
     version = models.PositiveIntegerField(default=1)

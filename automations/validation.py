@@ -3,7 +3,8 @@ exists now (lights, people, sensor zones and channels, agents, scenes, tools, an
 action's arguments name), each tool action's arguments fit the tool's input schema, cron
 expressions parse, a sun trigger or condition has the home's location, and (with the author's
 scopes) each tool action is one the author may call. Every problem is reported at once, each
-naming its field.
+naming its field, in the active language (the page's or REST request's; an MCP call's is the
+hub's, LANGUAGE_CODE).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
+from django.utils.translation import gettext
 
 from automations import schedules
 from automations.definition import (
@@ -91,7 +93,15 @@ class _Known:
         names = {"light": self.lights, "person": self.people, "agent": self.agents, "scene": self.scenes}[
             kind
         ]
-        return None if name in names else f"no {kind} named '{name}'"
+        if name in names:
+            return None
+        missing = {
+            "light": gettext("no light named '%(name)s'"),
+            "person": gettext("no person named '%(name)s'"),
+            "agent": gettext("no agent named '%(name)s'"),
+            "scene": gettext("no scene named '%(name)s'"),
+        }[kind]
+        return missing % {"name": name}
 
 
 def validate(data: dict[str, Any], *, scopes: frozenset[str] | None = None) -> Definition:
@@ -128,9 +138,10 @@ def _reference(where: str, item: Any, known: _Known) -> list[str]:
         problems.append(("agent", known.missing("agent", item.agent)))
     elif isinstance(item, SensorTrigger | SensorCondition):
         if item.zone not in known.channels:
-            problems.append(("zone", f"no sensor zone named '{item.zone}'"))
+            problems.append(("zone", gettext("no sensor zone named '%(zone)s'") % {"zone": item.zone}))
         elif item.channel not in known.channels[item.zone]:
-            problems.append(("channel", f"zone '{item.zone}' has no sensor channel '{item.channel}'"))
+            said = gettext("zone '%(zone)s' has no sensor channel '%(channel)s'")
+            problems.append(("channel", said % {"zone": item.zone, "channel": item.channel}))
     elif isinstance(item, TimeTrigger):
         problems.append(("cron", _schedule_problem(lambda: schedules.check_cron(item.cron))))
     elif isinstance(item, SunTrigger | SunCondition):
@@ -149,10 +160,11 @@ def _schedule_problem(check: Callable[[], object]) -> str | None:
 def _tool_action(where: str, action: ToolAction, known: _Known, scopes: frozenset[str] | None) -> list[str]:
     found = known_tool(action.tool)
     if found is None:
-        return [f"{where}.tool: no tool named '{action.tool}'"]
+        return [f"{where}.tool: " + gettext("no tool named '%(tool)s'") % {"tool": action.tool}]
     errors = []
     if scopes is not None and found.scope not in scopes:
-        errors.append(f"{where}.tool: '{action.tool}' needs the '{found.scope}' scope, which you lack")
+        said = gettext("'%(tool)s' needs the '%(scope)s' scope, which you lack")
+        errors.append(f"{where}.tool: " + said % {"tool": action.tool, "scope": found.scope})
     if found.input_schema:
         problem = jsonschema.exceptions.best_match(
             jsonschema.Draft202012Validator(found.input_schema).iter_errors(action.arguments)

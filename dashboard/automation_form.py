@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.http import QueryDict
+from django.utils.translation import gettext
 
 TRIGGER_KINDS = ("light", "presence", "alarm", "sensor", "time", "sun", "agent")
 ACTION_KINDS = ("tool", "scene", "notify")
@@ -42,7 +43,8 @@ def _number(post: QueryDict, name: str, where: str, errors: list[str], *, intege
     try:
         return int(raw) if integer else float(raw)
     except ValueError:
-        errors.append(f"{where}: '{raw}' is not {'a whole number' if integer else 'a number'}")
+        said = gettext("'%(raw)s' is not a whole number") if integer else gettext("'%(raw)s' is not a number")
+        errors.append(f"{where}: " + said % {"raw": raw})
         return None
 
 
@@ -132,7 +134,7 @@ def _actions(post: QueryDict, errors: list[str]) -> tuple[list[dict[str, Any]], 
             try:
                 action["arguments"] = json.loads(raw)
             except ValueError as exc:
-                errors.append(f"{where}.arguments: not JSON ({exc})")
+                errors.append(f"{where}.arguments: " + gettext("not JSON (%(why)s)") % {"why": exc})
         elif kind == "scene":
             action = {"scene": _text(post, f"action_{row}_scene")}
         else:

@@ -14,7 +14,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from audit.models import Event
@@ -76,7 +76,23 @@ def automation(request: HttpRequest) -> HttpResponse:
 
 def trace_steps(trace: list[Any]) -> list[dict[str, Any]]:
     """A run's trace as lines to read: what fired it, each condition's result, each action's
-    outcome (an entry of another shape is shown as its JSON)."""
+    outcome (an entry of another shape is shown as its JSON); each step's `label` is its kind
+    in the page's language."""
+    steps = _trace_steps(trace)
+    return [{**step, "label": gettext(STEP_LABELS[step["kind"]])} for step in steps]
+
+
+# The kinds of a trace's steps, marked for the catalog (translated when shown).
+STEP_LABELS = {
+    "trigger": gettext_noop("trigger"),
+    "condition": gettext_noop("condition"),
+    "action": gettext_noop("action"),
+    "stopped": gettext_noop("stopped"),
+    "step": gettext_noop("step"),
+}
+
+
+def _trace_steps(trace: list[Any]) -> list[dict[str, Any]]:
     steps: list[dict[str, Any]] = []
     for entry in trace:
         if not isinstance(entry, dict):
@@ -179,7 +195,7 @@ def _days(request: HttpRequest) -> int:
     try:
         days = int(request.POST.get("days", DRY_RUN_DAYS))
     except ValueError:
-        raise AutomationError(f"days: must be 1 to {DAYS_MAX}") from None
+        raise AutomationError("days: " + gettext("must be 1 to %(n)s") % {"n": DAYS_MAX}) from None
     return days
 
 

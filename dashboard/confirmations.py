@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_http_methods
 
 from common import roles
@@ -71,10 +72,12 @@ def request_page(request: HttpRequest, pk: int) -> HttpResponse:
             return forbidden(request, needed)
         approve = request.POST.get("decision") == "approve"
         if confirmation.decide(pk, approve=approve, by=request.user.get_username()):
-            done = "Approved: the action runs now." if approve else "Denied: nothing was done."
-            messages.success(request, done)
+            if approve:
+                messages.success(request, gettext("Approved: the action runs now."))
+            else:
+                messages.success(request, gettext("Denied: nothing was done."))
         else:
-            messages.error(request, "That request no longer waits: it was decided or it lapsed.")
+            messages.error(request, gettext("That request no longer waits: it was decided or it lapsed."))
         if request.POST.get("back") == "request":
             return redirect("dashboard:request", pk)
         return redirect("dashboard:requests")

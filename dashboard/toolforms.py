@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.utils.translation import gettext
+
 from mcp_endpoint.engine import jsonrpc
 
 SIMPLE = {"string", "integer", "number", "boolean"}
@@ -65,7 +67,7 @@ def arguments_from(schema: dict[str, Any] | None, data: Any) -> tuple[dict[str, 
         raw = (data.get(key) or "").strip()
         if raw == "":
             if field["required"]:
-                errors[name] = "This field is required."
+                errors[name] = gettext("This field is required.")
             continue
         try:
             if field.get("widget") == "select" and kind != "string":
@@ -79,7 +81,10 @@ def arguments_from(schema: dict[str, Any] | None, data: Any) -> tuple[dict[str, 
             else:
                 arguments[name] = jsonrpc.loads(raw)
         except ValueError:
-            errors[name] = {"integer": "Enter a whole number.", "number": "Enter a number."}.get(
-                kind, "Enter valid JSON."
-            )
+            if kind == "integer":
+                errors[name] = gettext("Enter a whole number.")
+            elif kind == "number":
+                errors[name] = gettext("Enter a number.")
+            else:
+                errors[name] = gettext("Enter valid JSON.")
     return arguments, errors

@@ -1,6 +1,7 @@
 """A device tool's MCP result as a household reads it on the Devices page: its text content as
 text, structured content (or a text that is a JSON object, as the firmware writes a status) as
-rows of a small key/value table, an error marked as one; never the raw MCP JSON.
+rows of a small key/value table, an error marked as one; never the raw MCP JSON. The hub's own
+words are in the language of the request that made the call (the device's words as it sent them).
 
 The shape is plain JSON (it is kept in the session between a form's POST and the page it
 redirects to)."""
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 import json
 from typing import Any, TypedDict
+
+from django.utils.translation import gettext
 
 from dashboard.templatetags.dashboard_tags import readable
 
@@ -38,7 +41,7 @@ def _rows(value: Any, prefix: str = "") -> list[list[str]]:
             name = f"{prefix} · {label(key).lower()}" if prefix else label(key)
             found.extend(_rows(item, name) if isinstance(item, dict) and item else [[name, readable(item)]])
         return found
-    return [[prefix or "Value", readable(value)]]
+    return [[prefix or gettext("Value"), readable(value)]]
 
 
 def _text(text: str) -> tuple[list[str], list[list[str]]]:
@@ -50,9 +53,9 @@ def _text(text: str) -> tuple[list[str], list[list[str]]]:
         except ValueError:
             return [text[:MAX_TEXT]], []
         if parsed is True:
-            return ["Done."], []
+            return [gettext("Done.")], []
         if parsed is False:
-            return ["The device answered no."], []
+            return [gettext("The device answered no.")], []
         return [], _rows(parsed)
     return [text[:MAX_TEXT]], []
 
@@ -69,17 +72,23 @@ def readable_result(result: dict[str, Any]) -> Readable:
             texts.extend(more_texts)
             rows.extend(more_rows)
         elif kind in ("image", "audio"):
-            what = "an image" if kind == "image" else "a sound"
-            texts.append(f"The device sent {what} ({item.get('mimeType', '?')}).")
+            mime = {"type": item.get("mimeType", "?")}
+            if kind == "image":
+                texts.append(gettext("The device sent an image (%(type)s).") % mime)
+            else:
+                texts.append(gettext("The device sent a sound (%(type)s).") % mime)
         elif kind in ("resource", "resource_link"):
             uri = item.get("uri") or (item.get("resource") or {}).get("uri", "")
-            texts.append(f"The device pointed to {uri}.")
+            texts.append(gettext("The device pointed to %(uri)s.") % {"uri": uri})
     structured = result.get("structuredContent")
     if isinstance(structured, dict) and structured:
         rows = _rows(structured)  # the device's own structure says it best
     error = bool(result.get("isError"))
     if not texts and not rows:
-        texts.append("The device reported an error without details." if error else "Done (no details).")
+        if error:
+            texts.append(gettext("The device reported an error without details."))
+        else:
+            texts.append(gettext("Done (no details)."))
     return {"error": error, "texts": texts, "rows": rows[:MAX_ROWS]}
 
 

@@ -297,12 +297,13 @@ def _run_tool(request: HttpRequest) -> tuple[int, dict[str, Any], dict[str, Any]
     tool = agents_reads.agent_tool(agent_id, tool_name)
     call = {"agent_id": agent_id, "tool": tool_name}
     if tool is None:
-        message = f"Agent '{agent_id}' has no tool '{tool_name}'."
+        said = gettext("Agent '%(agent)s' has no tool '%(tool)s'.")
+        message = said % {"agent": agent_id, "tool": tool_name}
         return 404, {"error": message}, {**call, "outcome": toolresults.failed(message)}
     arguments, errors = arguments_from(tool["input_schema"], request.POST)
     if errors:
         words = " ".join(f"{toolresults.label(name)}: {error}" for name, error in errors.items())
-        answer = {"error": "Check the highlighted fields.", "fields": errors}
+        answer = {"error": gettext("Check the highlighted fields."), "fields": errors}
         return 400, answer, {**call, "outcome": toolresults.failed(words)}
     caller = Caller(actor=_actor(request), interface=DASHBOARD, audited=True)
     try:

@@ -4,18 +4,36 @@ Django reads a whole body (to a temporary file past FILE_UPLOAD_MAX_MEMORY_SIZE)
 middleware or view runs, and caps only the part it keeps in memory: uploaded files are not
 bounded at all. This ASGI wrapper refuses a larger body with 413 and a JSON `detail`, from
 its Content-Length before a byte is read, or as soon as the bytes received pass the limit
-(chunked uploads). `/mcp` does not pass through here: it has MCP_MAX_MESSAGE_BYTES.
+(chunked uploads). The `detail` is in the request's language, picked as LocaleMiddleware picks
+it (the language cookie, which an account's choice sets too, then Accept-Language): Django's
+middleware has not run yet. `/mcp` does not pass through here: it has MCP_MAX_MESSAGE_BYTES.
 """
 
 from __future__ import annotations
 
 from django.conf import settings
+from django.http import HttpRequest
+from django.http.cookie import parse_cookie
+from django.utils import translation
 
 from mcp_endpoint.transports.asgi_http import BodyTooLarge, respond_json
 
 
-async def _refuse(send, limit: int) -> None:
-    await respond_json(send, 413, {"detail": f"The request body is too large (at most {limit} bytes)."})
+async def _refuse(scope, send, limit: int) -> None:
+    with translation.override(_language(scope)):
+        said = translation.gettext("The request body is too large (at most %(limit)s bytes).")
+    await respond_json(send, 413, {"detail": said % {"limit": limit}})
+
+
+def _language(scope) -> str:
+    """The request's language from its headers alone (its cookie, then Accept-Language)."""
+    request = HttpRequest()
+    for name, value in scope.get("headers", []):
+        header = name.decode("latin-1").upper().replace("-", "_")
+        if header in ("COOKIE", "ACCEPT_LANGUAGE"):
+            request.META[f"HTTP_{header}"] = value.decode("latin-1")
+    request.COOKIES = parse_cookie(request.META.get("HTTP_COOKIE", ""))
+    return translation.get_language_from_request(request)
 
 
 def limit_body(app):
@@ -28,7 +46,7 @@ def limit_body(app):
             return
         declared = dict(scope.get("headers", [])).get(b"content-length", b"")
         if declared.isdigit() and int(declared) > limit:
-            await _refuse(send, limit)
+            await _refuse(scope, send, limit)
             return
         received = 0
 
@@ -43,6 +61,6 @@ def limit_body(app):
         try:
             await app(scope, counted_receive, send)
         except BodyTooLarge:  # Django reads the whole body before it answers: nothing sent yet
-            await _refuse(send, limit)
+            await _refuse(scope, send, limit)
 
     return bounded

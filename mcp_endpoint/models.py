@@ -7,6 +7,7 @@ import json
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from mcp_endpoint.transports.outbound.endpoint_urls import validate_endpoint_url
 
@@ -240,10 +241,11 @@ class PendingConfirmation(models.Model):
         CLIENT = "client"
 
     class Decision(models.TextChoices):
-        PENDING = "pending"
-        APPROVED = "approved"
-        DENIED = "denied"
-        EXPIRED = "expired"  # no answer in time, or the call went away first
+        # The labels are the Requests pages' words (a request is "solicitud": feminine in Spanish).
+        PENDING = "pending", gettext_lazy("Pending")
+        APPROVED = "approved", gettext_lazy("Approved")
+        DENIED = "denied", gettext_lazy("Denied")
+        EXPIRED = "expired", gettext_lazy("Expired")  # no answer in time, or the call went away first
 
     kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.HUB)
     tool = models.CharField(max_length=64)

@@ -9,6 +9,9 @@ from django.contrib.humanize.templatetags.humanize import naturaltime
 from django.utils import dateformat, timezone
 from django.utils.translation import gettext
 
+from automations import evaluation
+from automations.models import AutomationRun
+
 register = template.Library()
 
 
@@ -19,6 +22,21 @@ def moment(value: str) -> datetime | None:
         return datetime.fromisoformat(value)
     except (TypeError, ValueError):
         return None
+
+
+@register.filter
+def why_shown(value: str) -> str:
+    """A condition's `why` (kept in English in runs and dry runs) in the page's language."""
+    return evaluation.why_shown(str(value))
+
+
+@register.filter
+def run_status(value: str) -> str:
+    """A run's status (`done`, `failed`...) in the page's language; an unknown one as it is."""
+    try:
+        return str(AutomationRun.Status(value).label)
+    except ValueError:
+        return value
 
 
 @register.filter

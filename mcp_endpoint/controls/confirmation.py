@@ -47,6 +47,7 @@ from django.db.models import QuerySet
 from django.dispatch import Signal
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from common.feed import announce
 from mcp_endpoint.engine.tool_errors import ArgumentError, ClientRequestError
@@ -399,14 +400,15 @@ def _announce() -> None:
 def request_detail(tool: Tool | None, arguments: Any) -> list[tuple[str, str]]:
     """What the tool shows the person deciding its call besides the arguments (its
     `request_detail`: e.g. the automation a call would enable, and its dry run), as (heading,
-    text) sections; a detail that cannot be made is said so, and the arguments still stand."""
+    text) sections, in the language of the page that shows them; a detail that cannot be made
+    is said so, and the arguments still stand."""
     if tool is None or tool.request_detail is None:
         return []
     try:
         return tool.request_detail(tool.parse_arguments(arguments))
     except Exception as exc:  # whatever the app's detail raises: the page must still show
         logger.warning("the detail of a request for %s failed: %s", tool.name, type(exc).__name__)
-        return [("Detail", f"It could not be shown: {exc}")]
+        return [(gettext("Detail"), gettext("It could not be shown: %(why)s") % {"why": exc})]
 
 
 def request(pk: int) -> PendingConfirmation | None:

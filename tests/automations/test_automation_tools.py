@@ -163,7 +163,7 @@ def test_enabling_by_a_token_waits_for_an_owner_who_sees_the_definition_and_its_
     assert decided == [302]
     page = seen[0]
     assert "Definition (version 2)" in page and "0 23 * * *" in page and "v2" in page
-    assert "Dry run over the last 7 days" in page and "firing(s)" in page
+    assert "Dry run over the last 7 days" in page and " firings, 0 changes replayed." in page
     row = Automation.objects.get()
     assert row.enabled and row.enabled_by == owner
     assert Event.objects.filter(action="automation.enable", actor="token:helper").exists()

@@ -10,11 +10,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from audit.models import Event
+from automations import authoring
+from automations.models import AutomationRun
 from automations.notifications.models import Notification
 from dashboard.models import AccountLanguage
+from dashboard.toolresults import readable_result
 from devices.telemetry.models import TelemetryReading
 from mcp_endpoint.auth.tokens import create_token
 from mcp_endpoint.controls import confirmation
@@ -147,12 +150,156 @@ def test_numbers_and_dates_are_localized_in_the_homes_time_zone(client, maria, s
     assert "21,6" in client.get("/sensors/", **SPANISH).content.decode()
     assert "21.6" in client.get("/sensors/", **ENGLISH).content.decode()
     from django.template import Context, Template
-    from django.utils import translation
 
     moment = datetime(2026, 11, 27, 18, 30, tzinfo=UTC)  # 12:30 in Guatemala City
     template = Template('{{ when|date:"SHORT_DATETIME_FORMAT" }}')
     with timezone.override("America/Guatemala"), translation.override("es"):
         assert template.render(Context({"when": moment})) == "27/11/2026 12:30"
+
+
+def a_request(tool: str = "set_alarm_state", arguments: dict | None = None, **fields) -> PendingConfirmation:
+    arguments = {"armed": False} if arguments is None else arguments
+    return PendingConfirmation.objects.create(
+        tool=tool,
+        summary="disarm",
+        actor="assistant",
+        interface="mcp-http",
+        arguments=arguments,
+        arguments_hash=confirmation.arguments_hash(arguments),
+        expires_at=timezone.now() + timedelta(minutes=1),
+        **fields,
+    )
+
+
+def test_a_request_its_decision_and_its_detail_follow_the_page(client, maria, home):
+    waiting = a_request("automation_set_enabled", {"name": "Noche", "enabled": True, "version": 3})
+    page = client.get(f"/requests/{waiting.pk}/", **SPANISH).content.decode()
+    assert "<h2>Definición</h2>" in page and "La automatización «Noche» no tiene la versión 3." in page
+    assert (
+        "Automation &#x27;Noche&#x27; has no version 3."
+        in client.get(f"/requests/{waiting.pk}/", **ENGLISH).content.decode()
+    )
+    decided = client.post(f"/requests/{waiting.pk}/", {"decision": "approve"}, follow=True, **SPANISH)
+    assert "Aprobada: la acción se ejecuta ahora." in decided.content.decode()
+    again = client.post(f"/requests/{waiting.pk}/", {"decision": "deny"}, follow=True, **SPANISH)
+    assert "Esa solicitud ya no está en espera: ya se decidió o venció." in again.content.decode()
+    assert (
+        "Esta solicitud ya no está en espera: aprobada por maria."
+        in client.get(f"/requests/{waiting.pk}/", **SPANISH).content.decode()
+    )
+    a_request(decision=PendingConfirmation.Decision.EXPIRED)
+    recent = client.get("/requests/", **SPANISH).content.decode()
+    assert "<td>Aprobada por maria</td>" in recent and "<td>Vencida</td>" in recent
+    recent = client.get("/requests/", **ENGLISH).content.decode()
+    assert "<td>Approved by maria</td>" in recent and "<td>Expired</td>" in recent
+
+
+EDITOR_FORM = {
+    "name": "Cocina",
+    "trigger_type": "light",
+    "trigger_light": "nope",
+    "trigger_light_to": "on",
+    "action_0_kind": "tool",
+    "action_0_tool": "no_such_tool",
+    "action_0_arguments": "{}",
+    "days": "7",
+}
+
+
+def test_the_automation_editors_field_errors_follow_the_page(client, maria, home):
+    spanish = client.post("/automations/edit/", EDITOR_FORM, **SPANISH)
+    assert spanish.status_code == 400
+    html = spanish.content.decode()
+    assert "triggers[0].name: no hay ninguna luz llamada «nope»" in html
+    assert "actions[0].tool: no hay ninguna herramienta llamada «no_such_tool»" in html
+    english = client.post("/automations/edit/", EDITOR_FORM, **ENGLISH).content.decode()
+    assert "triggers[0].name: no light named &#x27;nope&#x27;" in english
+    json_form = {
+        "name": "x",
+        "definition_json": '{"name": "x", "triggers": [{"type": "light", "name": "salon", "to": "dim"}]}',
+    }
+    shape = client.post("/automations/edit/", json_form, **SPANISH).content.decode()
+    assert (
+        "triggers[0].to: debe ser &#x27;on&#x27; o &#x27;off&#x27;" in shape
+        and "actions: obligatorio" in shape
+    )
+    shape = client.post("/automations/edit/", json_form, **ENGLISH).content.decode()
+    assert "triggers[0].to: Input should be &#x27;on&#x27; or &#x27;off&#x27;" in shape
+
+
+def test_the_dry_run_and_a_runs_trace_follow_the_page(client, maria, home):
+    dry = {
+        **EDITOR_FORM,
+        "trigger_type": "time",
+        "trigger_cron": "0 * * * *",
+        "action_0_tool": "set_light_state",
+        "action_0_arguments": '{"name": "salon", "on": true}',
+        "dry_run": "1",
+    }
+    spanish = client.post("/automations/edit/", dry, **SPANISH).content.decode()
+    assert "Simulación: 168 disparos" in spanish and "llamaría a" in spanish
+    assert "would call" in client.post("/automations/edit/", dry, **ENGLISH).content.decode()
+    row = authoring.save_automation(
+        {
+            "name": "Noche",
+            "triggers": [{"type": "time", "cron": "0 22 * * *"}],
+            "actions": [{"delay_seconds": 1}],
+        },
+        actor="maria",
+        interface="dashboard",
+    )
+    AutomationRun.objects.create(
+        automation=row,
+        version=1,
+        status=AutomationRun.Status.SKIPPED,
+        started_at=timezone.now(),
+        trigger={"type": "time"},
+        trace=[
+            {"trigger": {"type": "time"}},
+            {"condition": {"type": "alarm", "armed": False}, "ok": False, "why": "armed"},
+            {"condition": {"type": "time", "after": "22:00"}, "ok": False, "why": "mon 07:30"},
+        ],
+    )
+    spanish = client.get("/automations/automation/", {"name": "Noche"}, **SPANISH).content.decode()
+    assert ">omitida</span>" in spanish and "<strong>condición</strong>" in spanish
+    assert "— armada" in spanish and "— lun 07:30" in spanish and "<strong>desencadenante</strong>" in spanish
+    assert ">omitida</span>" in client.get("/automations/", **SPANISH).content.decode()
+    english = client.get("/automations/automation/", {"name": "Noche"}, **ENGLISH).content.decode()
+    assert ">skipped</span>" in english and "<strong>condition</strong>" in english and "— armed" in english
+
+
+def test_the_devices_page_and_a_tool_result_follow_the_page(client, maria):
+    spanish = client.get("/devices/", **SPANISH).content.decode()
+    assert '<span class="broker-no-worker">sin worker</span>' in spanish
+    assert (
+        '<span class="broker-no-worker">no worker</span>'
+        in client.get("/devices/", **ENGLISH).content.decode()
+    )
+    unknown = client.post(
+        "/devices/", {"agent_id": "door", "tool": "open"}, HTTP_ACCEPT="application/json", **SPANISH
+    )
+    assert unknown.json()["error"] == "El agente «door» no tiene la herramienta «open»."
+    with translation.override("es"):
+        assert readable_result({"content": [{"type": "text", "text": "true"}]})["texts"] == ["Hecho."]
+        assert readable_result({"content": [], "isError": True})["texts"] == [
+            "El dispositivo informó de un error sin detalles."
+        ]
+        assert readable_result({"content": [{"type": "image", "mimeType": "image/png"}]})["texts"] == [
+            "El dispositivo envió una imagen (image/png)."
+        ]
+
+
+def test_the_upload_words_come_from_the_page(client, maria):
+    spanish = client.get("/invoices/", **SPANISH).content.decode()
+    assert 'data-one="Subiendo 1 archivo…" data-many="Subiendo {n} archivos…"' in spanish
+    assert 'data-offline="La subida falló: revise la conexión e intente de nuevo."' in spanish
+    assert 'data-many="Uploading {n} files…"' in client.get("/invoices/", **ENGLISH).content.decode()
+    script = (
+        Path(__file__).resolve().parents[2] / "dashboard" / "static" / "dashboard" / "app.js"
+    ).read_text()
+    assert (
+        "label.dataset.many" in script and "<script>" not in spanish.split("</footer>")[0].split("<body")[1]
+    )
 
 
 @needs_gettext

@@ -34,6 +34,18 @@ def test_a_spanish_phone_browses_in_spanish_and_switches_to_english(daphne_serve
     page.get_by_label("Contraseña").fill(PASSWORD)
     page.get_by_role("button", name="Iniciar sesión").click()
     page.wait_for_url(base + "/")
+    # The upload's words are the page's (app.js reads them from the label): a lost connection.
+    page.goto(base + "/invoices/")
+    page.route(
+        "**/invoices/", lambda route: route.abort() if route.request.method == "POST" else route.continue_()
+    )
+    page.locator("#files").set_input_files([{"name": "a.xml", "mimeType": "text/xml", "buffer": b"<x/>"}])
+    page.locator("#upload-form button[type=submit]").click()
+    page.wait_for_function(
+        "() => document.getElementById('upload-label').textContent"
+        " === 'La subida falló: revise la conexión e intente de nuevo.'"
+    )
+    page.unroute("**/invoices/")
     for url, heading in [
         ("/scenes/", "Escenas"),
         ("/automations/", "Automatizaciones"),

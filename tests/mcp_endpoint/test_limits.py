@@ -78,6 +78,31 @@ def test_rest_bodies_past_the_limit_get_413_before_django_reads_them(seeded, mak
 
 
 @pytest.mark.django_db(transaction=True)
+def test_the_413_of_the_body_limit_speaks_the_requests_language(seeded, settings):
+    settings.HTTP_MAX_BODY_BYTES = 1000
+    big = json.dumps({"pad": "x" * 2000}).encode()
+    spanish = {"accept_language": "es-GT,es;q=0.9", "content_length": str(len(big))}
+
+    async def scenario():
+        browser = await request("POST", "/invoices/", big, **spanish)
+        chosen = await request(
+            "POST", "/invoices/", big, cookie="django_language=es", content_length=str(len(big))
+        )
+        english = await request(
+            "POST", "/invoices/", big, accept_language="en-US", content_length=str(len(big))
+        )
+        return browser, chosen, english
+
+    browser, chosen, english = async_to_sync(scenario)()
+    for refused in (browser, chosen):  # the browser's language, or the switcher's cookie
+        assert refused["status"] == 413
+        assert json.loads(refused["body"]) == {
+            "detail": "El cuerpo de la solicitud es demasiado grande (como máximo 1000 bytes)."
+        }
+    assert json.loads(english["body"])["detail"] == "The request body is too large (at most 1000 bytes)."
+
+
+@pytest.mark.django_db(transaction=True)
 def test_rest_json_past_the_form_limit_is_413_json(seeded, make_token, settings):
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100
     token = make_token()

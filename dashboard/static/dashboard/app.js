@@ -228,8 +228,8 @@
       if (!out) return;
       if (html) out.innerHTML = html; else out.textContent = text;
     }
-    show(null, "Calling…");
-    post(form).then(function (body) { show(body.html, "Done."); })
+    show(null, form.dataset.calling || "Calling…");  // the page's language, from the form
+    post(form).then(function (body) { show(body.html, form.dataset.done || "Done."); })
       .catch(function (err) { show(err.body && err.body.html, err.message); });
   }
 
@@ -264,7 +264,9 @@
     wrap.hidden = false;
     bar.max = 1;
     bar.value = 0;
-    label.textContent = "Uploading " + count + " file" + (count === 1 ? "" : "s") + "…";
+    // The page's language: the label carries its words (data-one, data-many, data-failed...).
+    label.textContent = count === 1 ? (label.dataset.one || "Uploading 1 file…")
+      : (label.dataset.many || "Uploading {n} files…").replace("{n}", count);
     button.disabled = true;
     xhr.open("POST", form.action);
     xhr.setRequestHeader("Accept", "application/json");
@@ -277,7 +279,8 @@
       try { body = JSON.parse(xhr.responseText); } catch (err) { /* not JSON */ }
       button.disabled = false;
       if (xhr.status !== 202) {
-        label.textContent = body.error || body.detail || ("The upload failed (" + xhr.status + ").");
+        label.textContent = body.error || body.detail
+          || (label.dataset.failed || "The upload failed ({status}).").replace("{status}", xhr.status);
         return;
       }
       wrap.hidden = true;
@@ -286,7 +289,7 @@
     };
     xhr.onerror = function () {
       button.disabled = false;
-      label.textContent = "The upload failed: check the connection and try again.";
+      label.textContent = label.dataset.offline || "The upload failed: check the connection and try again.";
     };
     xhr.send(new FormData(form));
   }
