@@ -82,7 +82,8 @@ def test_production_hub_serves_hashed_compressed_static_files_and_secure_headers
         proxied = {"X-Forwarded-Proto": "https"}
         page = httpx.get(base + "/login/", headers=proxied)
         assert page.status_code == 200
-        assert page.headers["strict-transport-security"].startswith("max-age=31536000")
+        hsts = page.headers["strict-transport-security"]
+        assert hsts == "max-age=31536000; includeSubDomains"  # preload: the operator's own step
         assert page.headers["x-content-type-options"] == "nosniff"
         assert page.headers["x-frame-options"] == "DENY"
         assert page.headers["referrer-policy"] == "same-origin"
