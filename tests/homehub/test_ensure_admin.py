@@ -144,3 +144,32 @@ def test_as_a_deployment_runs_it(live_env, tmp_path, unwritable):
     assert "No copy of the password was kept" in proc.stderr
     assert logs_in(printed_password(proc.stdout))
     assert (in_project.stat().st_mtime_ns if in_project.exists() else None) == before  # not written
+
+
+@pytest.mark.live
+def test_run_as_root_with_the_example_environment_it_keeps_the_copy_in_the_state_folder(live_env, tmp_path):
+    """The rehearsal's slip: run as root (who may write the code folder), the copy goes to the
+    deployment's state folder, mode 600, never to the code folder."""
+    from tests.deploy_support import env_example
+
+    assert env_example()["HOMEHUB_STATE_DIR"] == "/var/lib/homehub"  # where DEPLOY.md keeps state
+    state = tmp_path / "var-lib-homehub"  # the example's folder, here
+    state.mkdir()
+    env = {**live_env, "HOMEHUB_STATE_DIR": str(state), "DJANGO_CSRF_TRUSTED_ORIGINS": ""}
+    env.pop("HOMEHUB_ADMIN_PASSWORD", None)
+    in_project = ROOT / ".homehub-admin-password"
+    before = in_project.stat().st_mtime_ns if in_project.exists() else None
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "ensure_admin"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    kept = state / ".homehub-admin-password"
+    assert kept.read_text() == printed_password(proc.stdout) + "\n"
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert f"kept in {kept}, readable by this user only" in proc.stdout
+    assert (in_project.stat().st_mtime_ns if in_project.exists() else None) == before  # not written
