@@ -54,17 +54,26 @@ $(CONFORMANCE)/node_modules/.installed: $(CONFORMANCE)/package.json $(CONFORMANC
 ## test: lint, then the whole suite on SQLite and, side by side, on PostgreSQL all of it but the
 ## browser and conformance tests (what a browser or an MCP client sees is the same on either
 ## database; the tests of every door below them run on both). Both passes must pass; the
-## PostgreSQL pass's report follows the SQLite one's.
+## PostgreSQL pass's report follows the SQLite one's. PYTEST_ARGS go to both (e.g. -k healthz).
+## Each pass runs in a session of its own, its SIGINT restored (a shell leaves its background
+## commands ignoring it), so that Ctrl-C (or a TERM to make) reaches each pass once, through the
+## trap: both stop as after their own Ctrl-C, their test databases dropped and the brokers and
+## hubs they started (each in the pass's process group) stopped.
 test: $(VENV)/.installed-dev system-deps $(CONFORMANCE)/node_modules/.installed lint
 	@mkdir -p artifacts
 	@echo "PostgreSQL pass running beside this one; its report: artifacts/pytest-postgresql.log"
-	@DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest -p no:cacheprovider -m "not browser and not conformance" > artifacts/pytest-postgresql.log 2>&1 & \
+	@trap 'trap "" INT TERM; echo; echo "make test: interrupted, stopping both passes"; \
+	      kill -INT -$$sqlite -$$postgres 2>/dev/null; wait; exit 130' INT TERM; \
+	DATABASE_URL=$(PG_TEST_URL) setsid env --default-signal=INT $(BIN)/pytest -p no:cacheprovider \
+	    -m "not browser and not conformance" $(PYTEST_ARGS) > artifacts/pytest-postgresql.log 2>&1 & \
 	postgres=$$!; \
-	$(BIN)/pytest; sqlite=$$?; \
+	setsid env --default-signal=INT $(BIN)/pytest $(PYTEST_ARGS) & \
+	sqlite=$$!; \
+	wait $$sqlite; sqlite_status=$$?; \
 	wait $$postgres; pg=$$?; \
 	echo; echo "=== PostgreSQL pass ($(PG_TEST_URL)) ==="; \
 	if [ $$pg -eq 0 ]; then tail -n 3 artifacts/pytest-postgresql.log; else cat artifacts/pytest-postgresql.log; fi; \
-	test $$sqlite -eq 0 && test $$pg -eq 0
+	test $$sqlite_status -eq 0 && test $$pg -eq 0
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .

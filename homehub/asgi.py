@@ -1,9 +1,10 @@
 """ASGI entry point (`daphne homehub.asgi:application`).
 
 HTTP: `/mcp` goes straight to the MCP Streamable HTTP app (no Django middleware on the
-hot path); everything else to Django (`/healthz` and `/metrics` without waiting for the device
-gateway), with bodies bounded by HTTP_MAX_BODY_BYTES. `/mcp` and the OAuth endpoints a client
-calls itself answer browser-based clients' CORS (mcp_endpoint/transports/cors.py).
+hot path; SECURE_SSL_REDIRECT applies to it all the same, homehub/https_only.py); everything
+else to Django (`/healthz` and `/metrics` without waiting for the device gateway), with
+bodies bounded by HTTP_MAX_BODY_BYTES. `/mcp` and the OAuth endpoints a client calls itself
+answer browser-based clients' CORS (mcp_endpoint/transports/cors.py).
 WebSockets: Channels' routes of every app. The device gateway starts with the process's
 first connection.
 """
@@ -27,11 +28,12 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from devices.agents.gateway import with_gateway  # noqa: E402
 from devices.agents.link import detach_all  # noqa: E402
 from homehub.body_limit import limit_body  # noqa: E402
+from homehub.https_only import https_only  # noqa: E402
 from homehub.routing import websocket_urlpatterns  # noqa: E402
 from mcp_endpoint.transports.cors import with_cors  # noqa: E402
 from mcp_endpoint.transports.http import StreamableHttpApp  # noqa: E402
 
-mcp_http_app = with_cors(StreamableHttpApp())
+mcp_http_app = https_only(with_cors(StreamableHttpApp()))
 django_http_app = limit_body(django_asgi_app)
 oauth_http_app = with_cors(django_http_app)
 MCP_PATHS = {"/mcp", "/mcp/"}

@@ -161,8 +161,10 @@ MQTT_KEYFILE = os.environ.get("MQTT_KEYFILE", "")
 MQTT_TLS_INSECURE = env_bool("MQTT_TLS_INSECURE", False)  # skip the host name check (test brokers only)
 MQTT_PROTOCOL = os.environ.get("MQTT_PROTOCOL", "5")  # "5" or "3.1.1"
 # A fixed client id and a persistent session: QoS 1 messages published while the worker is
-# down wait at the broker. Each of several workers needs its own id.
-MQTT_CLIENT_ID = os.environ.get("MQTT_CLIENT_ID", "homehub-worker")
+# down wait at the broker. Each of several workers needs its own id; unset, this installation's
+# own (`homehub-worker-<installation id>`, below), so that two hubs on one broker (two checkouts'
+# `make run` on one machine) never take each other's session.
+MQTT_CLIENT_ID = os.environ.get("MQTT_CLIENT_ID", "")
 MQTT_SESSION_EXPIRY_SECONDS = int(os.environ.get("MQTT_SESSION_EXPIRY_SECONDS", 7 * 86400))
 MQTT_KEEPALIVE_SECONDS = int(os.environ.get("MQTT_KEEPALIVE_SECONDS", 30))
 # Set: workers subscribe $share/<group>/... and split telemetry and commands between them.
@@ -190,6 +192,15 @@ MQTT_IN_PROCESS = env_bool("MQTT_IN_PROCESS", True)
 # is created.
 HOMEHUB_STATE_DIR = os.environ.get("HOMEHUB_STATE_DIR", "")
 HOMEHUB_STATE_DIRS = [Path(HOMEHUB_STATE_DIR)] if HOMEHUB_STATE_DIR else [BASE_DIR, Path("/var/lib/homehub")]
+
+if not MQTT_CLIENT_ID:
+    import socket
+
+    from homehub.state import installation_id
+
+    MQTT_CLIENT_ID = "homehub-worker-" + installation_id(
+        HOMEHUB_STATE_DIRS, f"{socket.gethostname()}:{BASE_DIR}"
+    )
 
 # DJANGO_SECRET_KEY (a deployment's processes share it through their environment file); unset,
 # a key generated once and kept in the state folder (mode 600) beside the password's copy, the
@@ -458,6 +469,9 @@ SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
 SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_HSTS_SECONDS", 0))
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", True)
 SECURE_HSTS_PRELOAD = env_bool("DJANGO_HSTS_PRELOAD", False)
+# `check --deploy` warns whenever preload is off (security.W021); off is the documented default
+# (docs/DEPLOY.md: enrolling the domain is the operator's own decision, hard to undo).
+SILENCED_SYSTEM_CHECKS = ["security.W021"]
 if env_bool("DJANGO_STATIC_COLLECTED", False):
     # `collectstatic` wrote hashed, compressed copies to STATIC_ROOT; WhiteNoise serves them
     # cached forever.

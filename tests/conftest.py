@@ -22,6 +22,22 @@ def django_db_setup(django_db_setup, django_db_blocker):
         )
 
 
+def pytest_sessionfinish(session):
+    """Django deletes the SQLite test database's file but not the `-wal` and `-shm` files WAL
+    mode keeps beside it in the temporary folder: once the database is gone (fixtures torn
+    down, --reuse-db not asked for), so are they."""
+    from pathlib import Path
+
+    from django.conf import settings
+
+    if not settings.configured or settings.DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
+        return
+    database = Path(settings.DATABASES["default"]["TEST"]["NAME"])
+    if not database.exists():
+        for suffix in ("-wal", "-shm"):
+            Path(f"{database}{suffix}").unlink(missing_ok=True)
+
+
 @pytest.fixture(autouse=True)
 def _no_cache_left_over():
     """This process's in-memory cache (rate-limit leases, kept streams) must not outlive a test

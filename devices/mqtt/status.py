@@ -63,13 +63,25 @@ class WorkerReport(TypedDict):
 
 
 def workers() -> list[WorkerReport]:
-    """Every worker that reported lately, with `running` false for those gone quiet."""
+    """Every worker that reported lately, with `running` false for those gone quiet and for
+    those the broker announced gone: a running worker that reported after them holds their
+    session (it adopted them on their last will, seconds after a kill, where silence alone
+    would take STALE_AFTER)."""
     now = timezone.now()
+    rows = list(
+        MqttWorker.objects.values(
+            "client_id", "broker", "connected", "since", "reported_at", "counters", "subscriptions", "adopted"
+        )
+    )
+    adopted_at: dict[str, datetime] = {}
+    for row in rows:
+        if now - row["reported_at"] < STALE_AFTER:
+            for stopped in row["adopted"]:
+                adopted_at[stopped] = max(row["reported_at"], adopted_at.get(stopped, row["reported_at"]))
     reports: list[WorkerReport] = []
-    for row in MqttWorker.objects.values(
-        "client_id", "broker", "connected", "since", "reported_at", "counters", "subscriptions", "adopted"
-    ):
-        running = now - row["reported_at"] < STALE_AFTER
+    for row in rows:
+        taken_over = row["client_id"] in adopted_at and adopted_at[row["client_id"]] > row["reported_at"]
+        running = now - row["reported_at"] < STALE_AFTER and not taken_over
         reports.append(
             {
                 **row,
@@ -104,7 +116,8 @@ def health(client_id: str | None = None) -> dict[str, Any]:
     """Is MQTT working: a running worker (`client_id`, or any) linked to the broker, and no
     subscription of a linked worker refused or silent. Names only states, never reasons (they
     may name the broker user): the worker's log has those."""
-    rows = [w for w in workers() if client_id is None or w["client_id"] == client_id]
+    every = workers()
+    rows = [w for w in every if client_id is None or w["client_id"] == client_id]
     state = broker_state(rows)
     failing = [{k: sub[k] for k in ("worker", "topic", "state")} for sub in failing_subscriptions(rows)]
     result: dict[str, Any] = {"ok": state == "connected" and not failing, "state": state}
@@ -113,4 +126,8 @@ def health(client_id: str | None = None) -> dict[str, Any]:
     adopted = {w["client_id"]: w["adopted"] for w in rows if w["running"] and w["adopted"]}
     if adopted:
         result["adopted"] = adopted  # stopped workers whose sessions live ones stand in for
+    if client_id is not None and state == "no worker":
+        adopters = [w["client_id"] for w in every if w["running"] and client_id in w["adopted"]]
+        if adopters:
+            result["adopted_by"] = adopters[0]  # the broker said its last will; this one took over
     return result

@@ -67,6 +67,14 @@ def test_production_hub_serves_hashed_compressed_static_files_and_secure_headers
         plain = httpx.get(base + "/login/")
         assert plain.status_code == 301
         assert plain.headers["location"].startswith("https://")
+        # ...`/mcp` too, which bypasses Django's middleware: a 308, so the client repeats its POST...
+        call = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        mcp = httpx.post(base + "/mcp?x=1", json=call)
+        assert mcp.status_code == 308
+        assert mcp.headers["location"] == f"https://{base.removeprefix('http://')}/mcp?x=1"
+        assert httpx.post(base + "/mcp", json=call, headers={"Host": "evil.example"}).status_code == 400
+        # ...and over HTTPS (as nginx says) it is the MCP endpoint, asking for a token.
+        assert httpx.post(base + "/mcp", json=call, headers={"X-Forwarded-Proto": "https"}).status_code == 401
         # ...except the probes and scrapers that ask daphne itself.
         assert httpx.get(base + "/healthz").status_code in {200, 503}
         assert httpx.get(base + "/metrics").status_code == 401  # the example sets METRICS_TOKEN
@@ -74,7 +82,8 @@ def test_production_hub_serves_hashed_compressed_static_files_and_secure_headers
         proxied = {"X-Forwarded-Proto": "https"}
         page = httpx.get(base + "/login/", headers=proxied)
         assert page.status_code == 200
-        assert page.headers["strict-transport-security"].startswith("max-age=31536000")
+        hsts = page.headers["strict-transport-security"]
+        assert hsts == "max-age=31536000; includeSubDomains"  # preload: the operator's own step
         assert page.headers["x-content-type-options"] == "nosniff"
         assert page.headers["x-frame-options"] == "DENY"
         assert page.headers["referrer-policy"] == "same-origin"

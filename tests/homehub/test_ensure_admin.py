@@ -36,6 +36,18 @@ def run(*args: str) -> tuple[str, str]:
     return out.getvalue(), err.getvalue()
 
 
+def run_process(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """`manage.py ensure_admin` in a process of its own, as a deployment runs it."""
+    return subprocess.run(
+        [sys.executable, "manage.py", "ensure_admin", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 def logs_in(password: str) -> bool:
     """The account `admin` logs in with `password` (as the login form asks, with its request)."""
     return authenticate(RequestFactory().post("/login/"), username="admin", password=password) is not None
@@ -135,12 +147,33 @@ def test_as_a_deployment_runs_it(live_env, tmp_path, unwritable):
     password on stdout before the warning, and it logs in."""
     env = {**live_env, "HOMEHUB_STATE_DIR": str(unwritable), "DJANGO_CSRF_TRUSTED_ORIGINS": ""}
     env.pop("HOMEHUB_ADMIN_PASSWORD", None)
-    command = [sys.executable, "manage.py", "ensure_admin", "--port", "8001"]
     in_project = ROOT / ".homehub-admin-password"
     before = in_project.stat().st_mtime_ns if in_project.exists() else None
-    proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    proc = run_process(env, "--port", "8001")
     assert proc.returncode == 0, proc.stderr
     assert "Log in at http://127.0.0.1:8001/ as admin" in proc.stdout
     assert "No copy of the password was kept" in proc.stderr
     assert logs_in(printed_password(proc.stdout))
+    assert (in_project.stat().st_mtime_ns if in_project.exists() else None) == before  # not written
+
+
+@pytest.mark.live
+def test_run_as_root_with_the_example_environment_it_keeps_the_copy_in_the_state_folder(live_env, tmp_path):
+    """The rehearsal's slip: run as root (who may write the code folder), the copy goes to the
+    deployment's state folder, mode 600, never to the code folder."""
+    from tests.deploy_support import env_example
+
+    assert env_example()["HOMEHUB_STATE_DIR"] == "/var/lib/homehub"  # where DEPLOY.md keeps state
+    state = tmp_path / "var-lib-homehub"  # the example's folder, here
+    state.mkdir()
+    env = {**live_env, "HOMEHUB_STATE_DIR": str(state), "DJANGO_CSRF_TRUSTED_ORIGINS": ""}
+    env.pop("HOMEHUB_ADMIN_PASSWORD", None)
+    in_project = ROOT / ".homehub-admin-password"
+    before = in_project.stat().st_mtime_ns if in_project.exists() else None
+    proc = run_process(env)
+    assert proc.returncode == 0, proc.stderr
+    kept = state / ".homehub-admin-password"
+    assert kept.read_text() == printed_password(proc.stdout) + "\n"
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert f"kept in {kept}, readable by this user only" in proc.stdout
     assert (in_project.stat().st_mtime_ns if in_project.exists() else None) == before  # not written

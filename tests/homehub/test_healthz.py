@@ -33,7 +33,7 @@ def health_once(base: str, code: int, timeout: float = 20.0, full: bool = False)
 
 def test_a_broker_outage_degrades_the_web_tier_without_taking_it_out(live_env, tmp_path):
     with broker(tmp_path / "broker") as mosquitto:
-        env = worker_env(live_env, mosquitto.url)
+        env = worker_env(live_env, mosquitto.url, MQTT_CLIENT_ID="homehub-worker")
         with hub(env) as base, worker(env, tmp_path / "worker.log"):
             body = health_once(base, 200, full=True)
             assert body["status"] == "ok" and body["down"] == [] and body["degraded"] == []

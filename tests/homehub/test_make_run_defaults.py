@@ -14,15 +14,21 @@ from pathlib import Path
 import httpx
 import pytest
 
-from homehub.state import SECRET_KEY_FILE, kept_secret_key
+from devices.mqtt.models import MqttWorker
+from homehub.state import INSTALLATION_ID_FILE, SECRET_KEY_FILE, installation_id, kept_secret_key
 from tests.hub_support import ROOT, HubProcess, log_in_over_http
+from tests.mqtt_support import broker, wait_until
 
 STATIC = ROOT / "dashboard" / "static" / "dashboard"
 
 
 def make_run_env(live_env: dict[str, str], state: Path) -> dict[str, str]:
     """`make run`'s environment: none of the DJANGO_* settings, its state in `state`."""
-    env = {k: v for k, v in live_env.items() if not k.startswith(("DJANGO_", "HOMEHUB_ADMIN", "METRICS_"))}
+    env = {
+        k: v
+        for k, v in live_env.items()
+        if not k.startswith(("DJANGO_", "HOMEHUB_ADMIN", "METRICS_")) and k != "MQTT_CLIENT_ID"
+    }
     return {**env, "HOMEHUB_STATE_DIR": str(state)}
 
 
@@ -111,3 +117,57 @@ def test_without_a_state_folder_for_the_key_check_warns(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert "homehub.W001" in done.stderr and "logins end when it stops" in done.stderr
+
+
+@pytest.mark.live
+def test_two_installations_on_one_broker_each_keep_their_own_session(live_env, tmp_path):
+    """Two checkouts' `make run` on one machine join the same broker: each under its own client
+    id (its installation's), which its first screen names with the broker, and neither knocks
+    the other off."""
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    with broker(tmp_path / "broker") as mosquitto:
+        hubs = [
+            HubProcess({**make_run_env(live_env, tmp_path / name), "MQTT_URL": mosquitto.url}, serve=True)
+            for name in ("one", "two")
+        ]
+        try:
+            for hub in hubs:
+                hub.start()
+            screens = [hub.output() for hub in hubs]
+            ids = [
+                re.search(r"client id (homehub-worker-[0-9a-f]{8})\b", screen).group(1) for screen in screens
+            ]
+            assert ids[0] != ids[1]
+            assert all(f"with the MQTT worker: broker {mosquitto.url}, client id" in s for s in screens)
+            for name, client_id in zip(("one", "two"), ids, strict=True):
+                kept = (tmp_path / name / INSTALLATION_ID_FILE).read_text().strip()
+                assert client_id == f"homehub-worker-{kept}"
+            wait_until(
+                lambda: MqttWorker.objects.filter(client_id__in=ids, connected=True).count() == 2,
+                what="both workers linked",
+            )
+            hubs[1].restart()  # a restart keeps its id, and its session
+            assert f"client id {ids[1]}" in hubs[1].output().split("HomeHub on")[-1]
+            wait_until(
+                lambda: MqttWorker.objects.filter(client_id__in=ids, connected=True).count() == 2,
+                what="both workers linked again",
+            )
+            assert "lost the broker" not in hubs[0].output()  # the other never took its session
+        finally:
+            for hub in hubs:
+                hub.close()
+
+
+def test_each_installation_has_its_own_id(tmp_path):
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    first = installation_id([one], "host:/a")
+    assert first == installation_id([one], "host:/b")  # kept: the same at every start
+    assert first != installation_id([two], "host:/a")
+    assert stat.S_IMODE((one / INSTALLATION_ID_FILE).stat().st_mode) == 0o600
+    (tmp_path / "file").write_text("")
+    nowhere = [tmp_path / "file" / "state"]  # no folder takes it: the host and folder decide
+    assert installation_id(nowhere, "host:/a") == installation_id(nowhere, "host:/a")
+    assert installation_id(nowhere, "host:/a") != installation_id(nowhere, "host:/b")

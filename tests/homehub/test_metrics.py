@@ -101,7 +101,9 @@ def test_processes_share_figures_and_telemetry_is_counted(live_env, make_token, 
     folder.mkdir()
     token = make_token()
     with broker(tmp_path / "broker") as mosquitto:
-        env = worker_env(live_env, mosquitto.url, PROMETHEUS_MULTIPROC_DIR=str(folder))
+        env = worker_env(
+            live_env, mosquitto.url, PROMETHEUS_MULTIPROC_DIR=str(folder), MQTT_CLIENT_ID="homehub-worker"
+        )
         scraped = {**env, "METRICS_TOKEN": "scrape-secret"}
         with hub(env) as first, hub(scraped) as second, worker(env, tmp_path / "worker.log"):
             session = post(first, INIT, token).headers["mcp-session-id"]

@@ -13,6 +13,7 @@ import pytest
 
 from devices.mqtt.models import MqttWorker
 from devices.telemetry.models import TelemetryReading
+from tests.mqtt.test_mqtt_subscriptions import mqtt_health
 from tests.mqtt.test_mqtt_worker import counted
 from tests.mqtt_support import Process, Relay, broker, client, publish_all, wait_until, worker_env
 
@@ -158,3 +159,32 @@ def test_one_worker_of_two_stopped_under_traffic_and_back(live_env, tmp_path):
     assert len(values) == total and len(set(values)) == total  # none lost, none twice
     assert 0 < stopped < down < total
     assert MqttWorker.objects.get(client_id="b").counters["stored"] > 0  # its share, taken back
+
+
+def test_mqtt_health_reports_a_killed_worker_once_the_broker_announced_it_gone(live_env, tmp_path):
+    """The probe reads the takeover, as /healthz?full=1 does: a killed worker is unhealthy within
+    seconds (its last will, the other worker adopting its session), not after a minute of silence."""
+    env = worker_env(live_env, "", MQTT_SHARED_GROUP="hub")
+    with broker(tmp_path / "broker") as br:
+        env["MQTT_URL"] = br.url
+        a = Process(["mqtt_worker", "--client-id", "a"], env, tmp_path / "a.log")
+        b = Process(["mqtt_worker", "--client-id", "b"], env, tmp_path / "b.log")
+        try:
+            wait_until(lambda: connected("a", "b"), what="two workers")
+            assert mqtt_health(env, "--client-id", "b")[0] == 0
+            b.stop(signal.SIGKILL)
+            killed = time.monotonic()
+            _, found = wait_until(
+                lambda: (probe := mqtt_health(env, "--client-id", "b"))[0] == 1 and probe,
+                timeout=30,
+                every=0.5,
+                what="the probe to report b gone",
+            )
+            noticed = time.monotonic() - killed
+            survivor = mqtt_health(env, "--client-id", "a")
+        finally:
+            a.stop()
+            b.stop()
+    assert noticed < 15  # its last report is still fresh: the broker's word is what counts
+    assert found == {"ok": False, "state": "no worker", "adopted_by": "a"}
+    assert survivor == (0, {"ok": True, "state": "connected", "adopted": {"a": ["b"]}})

@@ -118,7 +118,11 @@ class Command(BaseCommand):
         self.stderr.write(exposure_notice(host, port))
         self.stderr.write(
             f"HomeHub on http://{host}:{port}/"
-            + (f" with the MQTT worker ({mqtt_url})" if worker else " (no MQTT worker here)")
+            + (
+                f" with the MQTT worker: broker {worker.config.address}, client id {worker.config.client_id}"
+                if worker
+                else " (no MQTT worker here)"
+            )
             + (f"; devices' MQTT on {devices.address}" if devices else "")
         )
         Server(
