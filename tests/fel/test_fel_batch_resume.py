@@ -1,7 +1,9 @@
 """A batch outlives the process running it: posted over REST to a real `serve`, whose process is
-killed (SIGKILL) mid-batch, it is resumed by the tasks worker of the next hub process and ends
-with every file processed exactly once (one outcome row and one audit event per file)."""
+killed (SIGKILL) mid-batch, it is resumed by another tasks worker and ends with every file
+processed exactly once (one outcome row and one audit event per file): the next `serve`, or the
+deployment's shape, bare daphne beside `manage.py tasks_worker`."""
 
+import signal
 import time
 
 import httpx
@@ -11,6 +13,7 @@ from audit.models import Event
 from fel.models import BatchJob, BatchJobFile
 from tests.fel_support import REAL
 from tests.hub_support import HubProcess
+from tests.mqtt_support import Process
 
 pytestmark = pytest.mark.live
 FILES = 60
@@ -28,7 +31,10 @@ def poll(base: str, token: str, job_id: int, until, timeout: float) -> dict:
         time.sleep(0.05)
 
 
-def test_a_batch_killed_mid_way_resumes_on_the_next_worker_once_per_file(live_env, make_token, tmp_path):
+@pytest.mark.parametrize("resumed_by", ["serve", "tasks_worker"])
+def test_a_batch_killed_mid_way_resumes_on_another_worker_once_per_file(
+    live_env, make_token, tmp_path, resumed_by
+):
     root = tmp_path / "data"
     root.mkdir()
     env = {
@@ -43,7 +49,7 @@ def test_a_batch_killed_mid_way_resumes_on_the_next_worker_once_per_file(live_en
     samples = [REAL[i % len(REAL)] for i in range(FILES)]
     xml = "application/xml"
     uploads = [("files", (f"{i:02d}-{p.name}", p.read_bytes(), xml)) for i, p in enumerate(samples)]
-    hub = HubProcess(env, serve=True)
+    hub, worker = HubProcess(env, serve=True), None
     try:
         hub.start()
         posted = httpx.post(
@@ -59,12 +65,23 @@ def test_a_batch_killed_mid_way_resumes_on_the_next_worker_once_per_file(live_en
         stopped = BatchJob.objects.get(pk=job_id)
         assert stopped.state == "running" and 3 <= stopped.done < FILES
 
-        hub.start()  # a new process, with its tasks worker
+        if resumed_by == "serve":
+            hub.start()  # a new process, with its tasks worker
+        else:  # bare daphne, which only queues, and a tasks worker on its own
+            hub.close()
+            hub = HubProcess(env)
+            hub.start()
+            worker = Process(["tasks_worker"], env, tmp_path / "tasks_worker.log")
         job = poll(hub.base, token, job_id, lambda job: job["state"] == "done", timeout=120)
         manifest = httpx.get(
             f"{hub.base}/api/invoices/batches/{job_id}/manifest", headers={"Authorization": f"Bearer {token}"}
         ).json()
+        if worker is not None:
+            assert worker.stop(signal.SIGTERM) == 0, worker.output()  # idle: it ends at once
+            assert f"FEL batch job {job_id}" in worker.output()  # it said it resumed the batch
     finally:
+        if worker is not None:
+            worker.stop()
         hub.close()
 
     assert (job["done"], job["total"], job["invalid"]) == (FILES, FILES, 0)
