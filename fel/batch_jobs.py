@@ -157,7 +157,9 @@ def _run(job: BatchJob, task_id: str) -> None:
 
 def resume_abandoned() -> list[int]:
     """Hand each running job silent for longer than the lease (its worker died) to a new task;
-    the jobs resumed. Several workers may run this at once: a job goes to one new task."""
+    the jobs resumed. The job is queued again until that task claims it, so it is handed over
+    once however long the queue keeps it waiting; several workers may run this at once, and of
+    them one hands it over."""
     resumed = []
     stale = timezone.now() - lease()
     for job_id, old_task in BatchJob.objects.filter(
@@ -166,7 +168,7 @@ def resume_abandoned() -> list[int]:
         with transaction.atomic():
             released = BatchJob.objects.filter(
                 pk=job_id, state=BatchJob.State.RUNNING, task_id=old_task, updated_at__lt=stale
-            ).update(task_id="", updated_at=timezone.now())
+            ).update(task_id="", state=BatchJob.State.QUEUED, updated_at=timezone.now())
             if released:
                 run_batch_job.enqueue(job_id)
         if released:
