@@ -87,7 +87,10 @@ def _status(job: BatchJob, state: str) -> str:
     if state == BatchJob.State.FAILED:
         return f"Stopped after {job.done} of {files}."
     if state == selectors.INTERRUPTED:
-        return f"Interrupted after {job.done} of {files}: the hub stopped while it ran. Upload them again."
+        return (
+            f"Interrupted after {job.done} of {files}: the worker running it stopped. "
+            "It resumes where it stopped as soon as a tasks worker runs."
+        )
     if state == BatchJob.State.RUNNING and job.done:
         return f"Processed {job.done} of {files} (last: {job.current})."
     if state == BatchJob.State.RUNNING:

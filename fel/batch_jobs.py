@@ -3,10 +3,18 @@
 
 The uploads are kept as `FEL_ROOT/uploads/<folder>/*.xml`, then `fel.services.run_batch` (the
 engine of the `fel_batch` MCP tool) turns them into PDFs in `<FEL_OUTPUT_DIR>/uploads/<folder>/`
-with their manifest.json, in a background thread of the process that received them. Progress
-and each file's outcome are stored as they come, so any hub process can report them and a
-reloaded page finds the job again. A file that cannot be read is one failed entry, never the
-end of the batch.
+with their manifest.json. The job runs as a task of Django's Tasks framework (the `django-tasks`
+backport on Django 5.2; settings.TASKS), so any tasks worker runs it, not the process that
+received the upload. Progress and each file's outcome are stored as they come, so any hub
+process can report them and a reloaded page finds the job again. A file that cannot be read is
+one failed entry, never the end of the batch.
+
+A worker may die mid-batch (a SIGKILL, a lost machine), leaving its task claimed for ever: the
+task keeps a heartbeat in its job (`updated_at`, every third of TASKS_LEASE_SECONDS), and
+`resume_abandoned`, which tasks workers run at start and every third of the lease, hands a job
+silent for longer than the lease to a new task. Each file's `BatchJobFile` row is committed
+with its invoice and audit event, and a resumed task skips the files that have one: every file
+is processed once, however often the batch is resumed.
 """
 
 from __future__ import annotations
@@ -15,11 +23,15 @@ import logging
 import secrets
 import threading
 from collections.abc import Iterable, Iterator, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Protocol
 
-from django.db import connections
+from django.conf import settings
+from django.db import DatabaseError, connections, transaction
+from django.db.models import Q
 from django.utils import timezone
+from django_tasks import TaskContext, task
 
 from audit.services import record_event
 from fel import services
@@ -27,7 +39,7 @@ from fel.batch import ManifestEntry
 from fel.config import output_dir
 from fel.errors import FelError
 from fel.models import BatchJob, BatchJobFile
-from fel.paths import fel_root, writable_dir
+from fel.paths import display_path, fel_root, writable_dir
 from fel.uploads import UPLOAD_DIR, safe_name
 
 logger = logging.getLogger(__name__)
@@ -42,9 +54,12 @@ class Upload(Protocol):
 
 
 def start_job(uploads: Sequence[Upload], *, actor: str, interface: str) -> BatchJob:
-    """Keep the uploads under FEL_ROOT, record a queued job and start it in the background."""
-    job = create_job(uploads, actor=actor, interface=interface)
-    launch(job.pk)
+    """Keep the uploads under FEL_ROOT, record a queued job and enqueue its task, in one
+    transaction (with the database backend, a worker sees the task and its job together); the
+    job as accepted."""
+    with transaction.atomic():
+        job = create_job(uploads, actor=actor, interface=interface)
+        run_batch_job.enqueue(job.pk)
     return job
 
 
@@ -69,28 +84,40 @@ def create_job(uploads: Sequence[Upload], *, actor: str, interface: str) -> Batc
     )
 
 
-def launch(job_id: int) -> None:
-    """Run the job in a thread of this process (tests replace this with `run_job`)."""
-    threading.Thread(target=_thread_main, args=(job_id,), name=f"fel-batch-{job_id}", daemon=True).start()
+@task(takes_context=True)
+def run_batch_job(context: TaskContext, job_id: int) -> None:
+    """The task of a job: runs it to its end, or resumes it where a dead worker left it."""
+    run_job(job_id, task_id=str(context.task_result.id))
 
 
-def _thread_main(job_id: int) -> None:
-    try:
-        run_job(job_id)
-    finally:
-        connections.close_all()  # this thread's own connections
+def lease() -> timedelta:
+    """How long a running job may stay silent before it counts as abandoned."""
+    return timedelta(seconds=settings.TASKS_LEASE_SECONDS)
 
 
-def run_job(job_id: int) -> None:
-    """Run a queued job to its end (done or failed); a job already claimed is left alone."""
+def run_job(job_id: int, *, task_id: str) -> None:
+    """Run the job to its end (done or failed) as task `task_id`, skipping the files a task
+    before it finished. A job that is finished, or held by another task, is left alone."""
     now = timezone.now()
-    claimed = BatchJob.objects.filter(pk=job_id, state=BatchJob.State.QUEUED).update(
-        state=BatchJob.State.RUNNING, started_at=now, updated_at=now
+    claimed = (
+        BatchJob.objects.filter(pk=job_id, state__in=[BatchJob.State.QUEUED, BatchJob.State.RUNNING])
+        .filter(Q(task_id="") | Q(task_id=task_id))
+        .update(state=BatchJob.State.RUNNING, task_id=task_id, updated_at=now)
     )
     if not claimed:
         return
+    BatchJob.objects.filter(pk=job_id, started_at=None).update(started_at=now)
     job = BatchJob.objects.get(pk=job_id)
-    recorder = _Recorder(job)
+    heartbeat = _Heartbeat(job_id, task_id)
+    heartbeat.start()
+    try:
+        _run(job, task_id)
+    finally:
+        heartbeat.stop()
+
+
+def _run(job: BatchJob, task_id: str) -> None:
+    recorder = _Recorder(job, task_id)
     root = fel_root()
     try:
         outcome = services.run_batch(
@@ -100,13 +127,18 @@ def run_job(job_id: int) -> None:
             interface=job.interface,
             progress=recorder.progress,
             on_entry=recorder.entry,
+            earlier=recorder.earlier(),
         )
+    except _Superseded:
+        logger.warning("FEL batch job %s was handed to another task; task %s stops", job.pk, task_id)
     except FelError as exc:
-        _finish(job, BatchJob.State.FAILED, error=str(exc), done=recorder.position, invalid=recorder.invalid)
+        done, invalid = recorder.position, recorder.invalid
+        _finish(job, task_id, BatchJob.State.FAILED, error=str(exc), done=done, invalid=invalid)
     except Exception:
-        logger.exception("FEL batch job %s failed", job_id)
+        logger.exception("FEL batch job %s failed", job.pk)
         _finish(
             job,
+            task_id,
             BatchJob.State.FAILED,
             error="Error interno al procesar el lote; los detalles están en el registro del hub.",
             done=recorder.position,
@@ -115,6 +147,7 @@ def run_job(job_id: int) -> None:
     else:
         _finish(
             job,
+            task_id,
             BatchJob.State.DONE,
             done=outcome.count,
             invalid=outcome.invalid,
@@ -122,38 +155,124 @@ def run_job(job_id: int) -> None:
         )
 
 
+def resume_abandoned() -> list[int]:
+    """Hand each running job silent for longer than the lease (its worker died) to a new task;
+    the jobs resumed. The job is queued again until that task claims it, so it is handed over
+    once however long the queue keeps it waiting; several workers may run this at once, and of
+    them one hands it over."""
+    resumed = []
+    stale = timezone.now() - lease()
+    for job_id, old_task in BatchJob.objects.filter(
+        state=BatchJob.State.RUNNING, updated_at__lt=stale
+    ).values_list("pk", "task_id"):
+        with transaction.atomic():
+            released = BatchJob.objects.filter(
+                pk=job_id, state=BatchJob.State.RUNNING, task_id=old_task, updated_at__lt=stale
+            ).update(task_id="", state=BatchJob.State.QUEUED, updated_at=timezone.now())
+            if released:
+                run_batch_job.enqueue(job_id)
+        if released:
+            logger.warning("FEL batch job %s: task %s went silent; resumed in a new task", job_id, old_task)
+            resumed.append(job_id)
+    return resumed
+
+
+class _Superseded(Exception):
+    """The job was handed to another task (this one was taken for dead): stop, record nothing."""
+
+
+class _Heartbeat:
+    """Touches the job every third of the lease while its task runs (a slow file included)."""
+
+    def __init__(self, job_id: int, task_id: str) -> None:
+        self.job_id, self.task_id = job_id, task_id
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._beat, name=f"fel-batch-{job_id}-heartbeat", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.thread.join()
+
+    def _beat(self) -> None:
+        try:
+            while not self.stopped.wait(lease().total_seconds() / 3):
+                try:
+                    _touch(self.job_id, self.task_id)
+                except _Superseded:
+                    return  # the task sees it at its next file
+                except DatabaseError:
+                    logger.warning("FEL batch job %s: heartbeat not recorded", self.job_id, exc_info=True)
+        finally:
+            connections.close_all()  # this thread's own connections
+
+
+def _touch(job_id: int, task_id: str, **fields: object) -> None:
+    """Update the job as its task; raises `_Superseded` when another task holds it now."""
+    held = BatchJob.objects.filter(pk=job_id, task_id=task_id).update(updated_at=timezone.now(), **fields)
+    if not held:
+        raise _Superseded(job_id)
+
+
 class _Recorder:
     """Stores each manifest entry and the counters as `run_batch` reports them."""
 
-    def __init__(self, job: BatchJob) -> None:
-        self.job = job
-        self.position = 0
-        self.invalid = 0
+    def __init__(self, job: BatchJob, task_id: str) -> None:
+        self.job, self.task_id = job, task_id
+        self.position = job.files.count()
+        self.invalid = job.files.filter(ok=False).count()
+
+    def earlier(self) -> list[ManifestEntry]:
+        """The manifest entries of the files a task before this one finished."""
+        root = fel_root()
+        xml_dir, out_dir = root / self.job.xml_dir, root / self.job.out_dir
+        return [
+            {
+                "xml": display_path(xml_dir / row.name),
+                "xml_sha256": row.xml_sha256 or None,
+                "pdf": display_path(out_dir / row.pdf_name) if row.pdf_name else None,
+                "pdf_sha256": row.pdf_sha256 or None,
+                "ok": row.ok,
+                "issues": [*row.issues, *([row.error] if row.error else [])],
+                "totals": row.totals,
+                "authorization_number": row.authorization_number or None,
+                "error": row.error or None,
+            }
+            for row in self.job.files.all()
+        ]
 
     def entry(self, entry: ManifestEntry) -> None:
+        """The file's marker, in its invoice's transaction, while this task still holds the job."""
+        _touch(self.job.pk, self.task_id)
+        BatchJobFile.objects.create(job=self.job, position=self.position + 1, **_file_fields(entry))
         self.position += 1
         self.invalid += not entry["ok"]
-        BatchJobFile.objects.create(job=self.job, position=self.position, **_file_fields(entry))
 
     def progress(self, done: int, total: int, name: str) -> None:
-        BatchJob.objects.filter(pk=self.job.pk).update(
-            done=done, total=total, invalid=self.invalid, current=name[:200], updated_at=timezone.now()
-        )
+        _touch(self.job.pk, self.task_id, done=done, total=total, invalid=self.invalid, current=name[:200])
 
 
-def _finish(job: BatchJob, state: str, **fields: object) -> None:
+def _finish(job: BatchJob, task_id: str, state: str, **fields: object) -> None:
+    """End the job and audit it, once: only the task holding the running job does."""
     now = timezone.now()
-    BatchJob.objects.filter(pk=job.pk).update(state=state, finished_at=now, updated_at=now, **fields)
-    job.refresh_from_db()
-    summary = {"state": job.state, "count": job.done, "invalid": job.invalid}
-    record_event(
-        actor=job.created_by,
-        interface=job.interface,
-        action="fel.batch",
-        target=f"batch:{job.pk}",
-        after=summary | ({"error": job.error} if job.error else {}),
-        broadcast={"kind": "fel_batch", "id": job.pk, **summary},
-    )
+    with transaction.atomic():
+        ended = BatchJob.objects.filter(pk=job.pk, task_id=task_id, state=BatchJob.State.RUNNING).update(
+            state=state, finished_at=now, updated_at=now, **fields
+        )
+        if not ended:
+            return
+        job.refresh_from_db()
+        summary = {"state": job.state, "count": job.done, "invalid": job.invalid}
+        record_event(
+            actor=job.created_by,
+            interface=job.interface,
+            action="fel.batch",
+            target=f"batch:{job.pk}",
+            after=summary | ({"error": job.error} if job.error else {}),
+            broadcast={"kind": "fel_batch", "id": job.pk, **summary},
+        )
 
 
 def _file_fields(entry: ManifestEntry) -> dict[str, object]:

@@ -53,7 +53,9 @@ class BatchJob(models.Model):
     """A `fel_batch` run started from the dashboard or the REST API, on uploaded files.
 
     Its progress lives here (not in one process's memory), so any hub process can report it and
-    a reloaded page finds it again. Rows are written only through `fel.batch_jobs`.
+    a reloaded page finds it again. Rows are written only through `fel.batch_jobs`, whose task
+    (Django's Tasks framework) runs it on any tasks worker: `task_id` names the task holding it
+    and `updated_at` is that task's heartbeat, so a batch whose worker died is found and resumed.
     """
 
     class State(models.TextChoices):
@@ -73,6 +75,9 @@ class BatchJob(models.Model):
     xml_dir = models.CharField(max_length=500, help_text="Relative to FEL_ROOT.")
     out_dir = models.CharField(max_length=500, help_text="Relative to FEL_ROOT.")
     manifest_path = models.CharField(max_length=500, blank=True, help_text="Relative to FEL_ROOT.")
+    task_id = models.CharField(
+        max_length=64, blank=True, help_text="The task running the batch; empty while it waits for one."
+    )
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -91,7 +96,10 @@ class BatchJob(models.Model):
 
 
 class BatchJobFile(models.Model):
-    """One file's outcome in a batch job, as its manifest entry says (in order of completion)."""
+    """One file's outcome in a batch job, as its manifest entry says (in order of completion).
+
+    Written in the transaction that records the file's invoice and audit event: a row here is
+    the marker that the file is done, which a resumed batch skips (one row per name)."""
 
     job = models.ForeignKey(BatchJob, on_delete=models.CASCADE, related_name="files")
     position = models.PositiveIntegerField()
@@ -107,7 +115,10 @@ class BatchJobFile(models.Model):
 
     class Meta:
         ordering = ["job", "position"]
-        constraints = [models.UniqueConstraint(fields=["job", "position"], name="fel_batch_file_position")]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "position"], name="fel_batch_file_position"),
+            models.UniqueConstraint(fields=["job", "name"], name="fel_batch_file_once"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.name} ({'ok' if self.ok else 'issues'})"

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import tempfile
 import zipfile
-from datetime import timedelta
 from pathlib import Path
 from typing import IO
 
 from django.utils import timezone
 
+from fel.batch_jobs import lease
 from fel.models import BatchJob, BatchJobFile, Invoice
 from fel.paths import FelPathError, fel_root, resolve_inside_root
 
@@ -21,8 +21,6 @@ def invoice_pdf(invoice: Invoice) -> Path | None:
 
 # --- batch jobs ------------------------------------------------------------------------------
 
-# A job that has not moved for this long was left behind by a hub process that stopped.
-STALE_AFTER = timedelta(minutes=10)
 INTERRUPTED = "interrupted"
 
 
@@ -35,8 +33,9 @@ def job(pk: int) -> BatchJob | None:
 
 
 def job_state(found: BatchJob) -> str:
-    """queued, running, done, failed, or interrupted (unfinished and silent for STALE_AFTER)."""
-    if not found.finished and found.updated_at < timezone.now() - STALE_AFTER:
+    """queued, running, done, failed, or interrupted: running, but its task silent for two
+    leases (its worker died and no tasks worker has resumed it yet; one will when it runs)."""
+    if found.state == BatchJob.State.RUNNING and found.updated_at < timezone.now() - 2 * lease():
         return INTERRUPTED
     return found.state
 

@@ -4,7 +4,7 @@ of `Invoice` rows. Each recorded document also leaves an audit `Event` and a bro
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -79,19 +79,26 @@ def run_batch(
     interface: str,
     progress: Progress | None = None,
     on_entry: EntryDone | None = None,
+    earlier: Sequence[batch_engine.ManifestEntry] = (),
 ) -> BatchOutcome:
     """One PDF per `*.xml` of `dir_xml` into `out_dir`, a manifest.json, and a recorded Invoice each.
 
-    `on_entry` receives each file's manifest entry as soon as that file is done (before `progress`).
+    `on_entry` receives each file's manifest entry as soon as that file is done (before
+    `progress`), inside the transaction that records its invoice and audit event: what it writes
+    is committed with them or not at all. `earlier` holds the entries of files already done (a
+    batch resumed after its worker died): those are not processed again, only put in the manifest.
     """
     folder = existing_dir(dir_xml, "XML")
     target = writable_dir(out_dir or output_dir(), "salida")
     brand = branding()
     files = batch_engine.xml_files(folder)
-    total, done = len(files), 0
-    entries: list[batch_engine.ManifestEntry] = []
+    entries = list(earlier)
+    finished = {entry["xml"] for entry in entries}
+    total, done = len(files), len(entries)
     jobs: list[tuple[Path, Path]] = []
     for file in files:
+        if display_path(file) in finished:
+            continue
         try:  # a symlink in the folder may lead out of FEL_ROOT: that file fails, not the batch
             jobs.append((existing_file(str(file), "XML"), target / f"{file.stem}.pdf"))
         except FelPathError as exc:
@@ -100,14 +107,15 @@ def run_batch(
             if on_entry:
                 on_entry(entry)
             done += 1
-    if progress and done:
+    if progress and done > len(finished):
         progress(done, total, "archivos rechazados por su ruta")
     for result in batch_engine.run(jobs, brand, max_xml_bytes(), batch_workers()):
-        record_invoice(result, actor=actor, interface=interface, in_batch=True)
         entry = batch_engine.manifest_entry(result, display_path)
+        with transaction.atomic():
+            record_invoice(result, actor=actor, interface=interface, in_batch=True)
+            if on_entry:
+                on_entry(entry)
         entries.append(entry)
-        if on_entry:
-            on_entry(entry)
         done += 1
         if progress:
             progress(done, total, result.xml_path.name)

@@ -56,6 +56,8 @@ INSTALLED_APPS = [
     "ninja",  # serves the API docs' scripts itself (no CDN)
     "axes",  # login throttling: failed attempts and lockouts, in the database
     "csp",  # the Content-Security-Policy header on every page
+    "django_tasks",  # Django's Tasks framework (backport): long work such as FEL batches
+    "django_tasks_db",  # its database backend: the queue in the hub's own database
 ]
 MIDDLEWARE = [
     "homehub.rest_errors.json_api_errors",  # outermost: every /api/ error answers JSON
@@ -330,6 +332,16 @@ HUB_URL = os.environ.get("HUB_URL", "").strip()
 # tgram://, json://... one per service), separated by commas or spaces; unset, the dashboard
 # only. Each account may add its own in the admin (automations.notifications).
 NOTIFY_URLS = os.environ.get("NOTIFY_URLS", "").replace(",", " ").split()
+
+# --- Long work (Django's Tasks framework, the django-tasks backport) --------------------------
+# FEL batches run as tasks on the database backend: queued in the hub's own database, run by
+# any tasks worker (`serve` runs one unless TASKS_IN_PROCESS=0; `manage.py tasks_worker` runs
+# one on its own), so a batch outlives the process that received it.
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default"]}}
+TASKS_IN_PROCESS = env_bool("TASKS_IN_PROCESS", True)
+# A running batch whose task has been silent this long (its heartbeat comes every third of
+# it) counts as abandoned by a worker that died, and a tasks worker resumes it.
+TASKS_LEASE_SECONDS = float(os.environ.get("TASKS_LEASE_SECONDS", 30))
 
 # --- Automations (automations/) ------------------------------------------------------------
 # The home's place for sunrise and sunset triggers, "latitude,longitude" (e.g. "14.6,-90.5");

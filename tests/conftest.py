@@ -221,9 +221,7 @@ def _claim_redis_database(claims, me: str, timeout: float = 120.0) -> int:
 
 
 @pytest.fixture
-def inline_batches(monkeypatch):
-    """FEL batch jobs run at once in the request's thread (inside the test's transaction)
-    instead of a background thread that could not see the test's rows."""
-    from fel import batch_jobs
-
-    monkeypatch.setattr(batch_jobs, "launch", batch_jobs.run_job)
+def inline_batches(settings):
+    """FEL batch jobs run at once in the request's thread (inside the test's transaction), on
+    the Tasks framework's immediate backend, instead of waiting for a tasks worker."""
+    settings.TASKS = {"default": {"BACKEND": "django_tasks.backends.immediate.ImmediateBackend"}}

@@ -29,7 +29,7 @@ def three_file_batch() -> int:
         SimpleUploadedFile(path.name, path.read_bytes(), content_type="application/xml") for path in REAL[:3]
     ]
     job = batch_jobs.create_job(uploads, actor="maria", interface="dashboard")
-    batch_jobs.run_job(job.pk)
+    batch_jobs.run_job(job.pk, task_id="test")
     return job.pk
 
 

@@ -393,7 +393,8 @@ def test_every_page_fits_a_phone(fel_env, daphne_server, owner, browser):
     def record_invoices():  # in a thread of its own: this one runs Playwright's event loop
         services.validate_xml(str(fel_env / "xml" / REAL[0].name), actor="maria", interface="dashboard")
         uploads = [_Upload(p) for p in [*REAL[:3], BROKEN[0]]]
-        batch_jobs.run_job(batch_jobs.create_job(uploads, actor="maria", interface="dashboard").pk)
+        job = batch_jobs.create_job(uploads, actor="maria", interface="dashboard")
+        batch_jobs.run_job(job.pk, task_id="test")
         connection.close()
 
     worker = threading.Thread(target=record_invoices)

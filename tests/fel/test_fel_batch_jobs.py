@@ -6,6 +6,7 @@ import json
 import time
 import zipfile
 from datetime import timedelta
+from unittest.mock import ANY
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -157,8 +158,13 @@ def test_rest_refuses_too_many_files(client, fel_root, settings):
 
 
 def test_a_batch_runs_in_the_background(transactional_db, client, fel_root, settings):
-    """Without the inline fixture: a real thread runs the job while the caller polls."""
+    """Without the inline fixture: a tasks worker (as `serve` runs one) takes the job from the
+    database queue while the caller polls."""
+    from homehub.tasks_worker import TasksWorker
+
     settings.FEL_BATCH_WORKERS = 1
+    worker = TasksWorker(interval=0.1)
+    worker.start()
     auth = bearer(["fel"])
     response = client.post("/api/invoices/batches", {"files": [upload(p) for p in REAL]}, **auth)
     assert response.status_code == 202
@@ -167,4 +173,33 @@ def test_a_batch_runs_in_the_background(transactional_db, client, fel_root, sett
     while (job := client.get(f"/api/invoices/batches/{job_id}", **auth).json())["state"] != "done":
         assert job["state"] in {"queued", "running"} and time.monotonic() < deadline
         time.sleep(0.1)
+    worker.stop()
     assert job["done"] == len(REAL) and job["invalid"] == 0 and len(job["files"]) == len(REAL)
+
+
+@pytest.mark.django_db
+def test_a_batch_whose_worker_died_is_resumed_once_without_its_files_done(fel_root, inline_batches):
+    """A running job whose task went silent (its worker died after one file) goes to a new task,
+    which processes only the files left; a task that no longer holds the job does nothing."""
+    from fel import batch_jobs
+
+    job = batch_jobs.create_job([upload(p) for p in REAL[:3]], actor="boss", interface="rest")
+    BatchJob.objects.filter(pk=job.pk).update(
+        state="running", task_id="dead", done=1, updated_at=timezone.now() - timedelta(minutes=5)
+    )
+    job.files.create(position=1, name=REAL[0].name, ok=True, xml_sha256="a" * 64)  # its marker
+    batch_jobs.run_job(job.pk, task_id="another")  # not the job's task: leaves it alone
+    assert job.files.count() == 1 and BatchJob.objects.get(pk=job.pk).task_id == "dead"
+
+    assert batch_jobs.resume_abandoned() == [job.pk]
+    job.refresh_from_db()
+    assert (job.state, job.done, job.total, job.invalid) == ("done", 3, 3, 0)
+    files = list(job.files.values_list("position", "name"))
+    assert files[0] == (1, REAL[0].name) and sorted(files[1:]) == [(2, ANY), (3, ANY)]
+    assert sorted(name for _, name in files) == sorted(p.name for p in REAL[:3])
+    assert Event.objects.filter(action="fel.batch.file").count() == 2  # the file done is not redone
+    manifest = json.loads((fel_root / job.manifest_path).read_text())
+    assert manifest["count"] == 3 and {e["xml"].rsplit("/", 1)[-1] for e in manifest["files"]} == {
+        p.name for p in REAL[:3]
+    }
+    assert batch_jobs.resume_abandoned() == []  # finished: nothing to resume

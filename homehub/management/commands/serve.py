@@ -22,7 +22,8 @@ class Command(BaseCommand):
         "MQTT worker in the same process, so that with the in-memory channel layer LLM calls "
         "still reach MQTT agents. With no broker reachable the hub serves everything else and "
         "keeps retrying. The outbound MCP endpoints (add_mcp_endpoint) are kept connected, and the "
-        "automations run unless AUTOMATIONS_IN_PROCESS=0. With "
+        "automations run unless AUTOMATIONS_IN_PROCESS=0, and so does the tasks worker (FEL "
+        "batches) unless TASKS_IN_PROCESS=0. With "
         "DEVICE_MQTT_ENDPOINT set, also the device listener, where stock xiaozhi devices in MQTT "
         "mode connect."
     )
@@ -89,6 +90,17 @@ class Command(BaseCommand):
 
             engine = Engine()  # the automations, let go on the shutdown path
             before_stop.append(engine.stop)
+        tasks = None
+        if settings.TASKS_IN_PROCESS:
+            from homehub.tasks_worker import TasksWorker
+
+            tasks = TasksWorker()
+            worker_of_tasks = tasks
+
+            async def stop_tasks() -> None:  # no new task on the shutdown path
+                worker_of_tasks.stop()
+
+            before_stop.append(stop_tasks)
         from devices.xiaozhi.mqtt.credentials import EndpointError
         from devices.xiaozhi.mqtt.listener import DeviceListener
 
@@ -103,6 +115,8 @@ class Command(BaseCommand):
             loop.call_soon(lambda: asyncio.ensure_future(endpoints.start()))
             if engine is not None:
                 loop.call_soon(lambda: asyncio.ensure_future(engine.start()))
+            if tasks is not None:
+                tasks.start()
             if worker is not None:
                 loop.call_soon(lambda: asyncio.ensure_future(worker.start()))
                 stop_worker = lambda: defer.Deferred.fromFuture(asyncio.ensure_future(worker.stop()))  # noqa: E731
@@ -124,6 +138,7 @@ class Command(BaseCommand):
                 else " (no MQTT worker here)"
             )
             + (f"; devices' MQTT on {devices.address}" if devices else "")
+            + ("; the tasks worker" if tasks else "; no tasks worker here")
         )
         Server(
             application=application,
