@@ -148,13 +148,13 @@ def test_as_a_deployment_runs_it(live_env, tmp_path, unwritable):
     env = {**live_env, "HOMEHUB_STATE_DIR": str(unwritable), "DJANGO_CSRF_TRUSTED_ORIGINS": ""}
     env.pop("HOMEHUB_ADMIN_PASSWORD", None)
     in_project = ROOT / ".homehub-admin-password"
-    before = in_project.stat().st_mtime_ns if in_project.exists() else None
     proc = run_process(env, "--port", "8001")
     assert proc.returncode == 0, proc.stderr
     assert "Log in at http://127.0.0.1:8001/ as admin" in proc.stdout
     assert "No copy of the password was kept" in proc.stderr
     assert logs_in(printed_password(proc.stdout))
-    assert (in_project.stat().st_mtime_ns if in_project.exists() else None) == before  # not written
+    # Not written there (another pass of the suite, beside this one, may keep its own copy there).
+    assert not in_project.exists() or in_project.read_text() != kept.read_text()
 
 
 @pytest.mark.live
@@ -169,11 +169,11 @@ def test_run_as_root_with_the_example_environment_it_keeps_the_copy_in_the_state
     env = {**live_env, "HOMEHUB_STATE_DIR": str(state), "DJANGO_CSRF_TRUSTED_ORIGINS": ""}
     env.pop("HOMEHUB_ADMIN_PASSWORD", None)
     in_project = ROOT / ".homehub-admin-password"
-    before = in_project.stat().st_mtime_ns if in_project.exists() else None
     proc = run_process(env)
     assert proc.returncode == 0, proc.stderr
     kept = state / ".homehub-admin-password"
     assert kept.read_text() == printed_password(proc.stdout) + "\n"
     assert stat.S_IMODE(kept.stat().st_mode) == 0o600
     assert f"kept in {kept}, readable by this user only" in proc.stdout
-    assert (in_project.stat().st_mtime_ns if in_project.exists() else None) == before  # not written
+    # Not written there (another pass of the suite, beside this one, may keep its own copy there).
+    assert not in_project.exists() or in_project.read_text() != kept.read_text()
