@@ -9,7 +9,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypedDict, get_type_hints
+from typing import Any, Literal, TypedDict, get_type_hints
 
 from asgiref.sync import async_to_sync, sync_to_async
 from pydantic import BaseModel, ValidationError
@@ -251,6 +251,9 @@ class ToolOptions(TypedDict, total=False):
     # The tool's `_meta` in `tools/list`, as an extension defines it (MCP Apps' `ui`, see
     # `mcp_endpoint.engine.ui_extension`).
     meta: dict[str, Any]
+    # Whether a call may run as a task of the MCP tasks extension ("optional": for a client
+    # that declared it; "required": only so), `mcp_endpoint.engine.tasks_extension`.
+    task_support: Literal["forbidden", "optional", "required"]
 
 
 @dataclass
@@ -283,6 +286,9 @@ class Tool:
     # Arguments mirrored in `Mcp-Param-<name>` HTTP headers (SEP-2243), by header name: the path
     # of the argument in `arguments`. Read from the input schema's `x-mcp-header` annotations.
     header_params: dict[str, tuple[str, ...]] = field(init=False, default_factory=dict)
+    # A call answered with a task (SEP-2663): "optional" when the client declared the extension,
+    # "required" refused (-32021) otherwise, "forbidden" never.
+    task_support: Literal["forbidden", "optional", "required"] = "forbidden"
 
     def __post_init__(self) -> None:
         if not TOOL_NAME_RE.match(self.name):
@@ -335,6 +341,7 @@ class Tool:
             dangerous_when=options.get("dangerous_when"),
             request_detail=options.get("request_detail"),
             meta=options.get("meta"),
+            task_support=options.get("task_support", "forbidden"),
         )
 
     def definition(self) -> dict[str, Any]:
@@ -350,6 +357,8 @@ class Tool:
             data["annotations"] = (
                 {"title": self.title, **self.annotations} if self.title else self.annotations
             )
+        if self.task_support != "forbidden":
+            data["execution"] = {"taskSupport": self.task_support}
         if self.meta:
             data["_meta"] = self.meta
         return data
