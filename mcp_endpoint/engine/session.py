@@ -437,14 +437,19 @@ class ServerSession(ClientRequests, ResourceMethods):
                 jsonrpc.INVALID_PARAMS, "Invalid params: 'name' (the tool to call) is required"
             )
         tool = self.tools.get(name) if self.caller.sees(name) else None
+        hands_off = False
         if tool is not None and tool.task_support != "forbidden" and tool.scope in self.caller.scopes:
             if self._declares_tasks(ctx):
-                return await self._start_task(ctx, name)
-            if tool.task_support == "required":
+                if not tool.hands_off:
+                    return await self._start_task(ctx, name)
+                hands_off = True
+            elif tool.task_support == "required":
                 raise tasks_extension.missing_tasks_error(f"tool '{name}'")
         if ctx.stateless:
             ctx.input_rounds = InputRounds.from_params(name, ctx.params)
         try:
+            if hands_off:
+                return await self._call_handing_off(ctx, name)
             return await self._tool_result(name, ctx.params.get("arguments"), self.tool_context(ctx))
         except InputRequired as asked:
             assert ctx.input_rounds is not None
@@ -485,6 +490,35 @@ class ServerSession(ClientRequests, ResourceMethods):
         )
         tasks_extension.start(task.task_id, self._tool_result(name, ctx.params.get("arguments"), tool_ctx))
         return {"resultType": "task", **tasks_extension.task_fields(task)}
+
+    async def _call_handing_off(self, ctx: RequestContext, name: str) -> dict[str, Any]:
+        """A `hands_off` tool's call: it runs in the request until it finishes (or asks a
+        stateless round's questions), or until it calls `continue_as_task`; then the request
+        is answered with the task, and the same call goes on as the task's work, its
+        questions put on the task, its progress and logs no longer sent."""
+        handed: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        route = tasks_extension.Route(self.tool_context(ctx))
+
+        async def hand_off() -> None:
+            if not handed.done():
+                task = await tasks_extension.create(self.caller, name)
+                route.to_task(task.task_id, self.client_capabilities(ctx))
+                handed.set_result({"resultType": "task", **tasks_extension.task_fields(task)})
+
+        work = asyncio.ensure_future(
+            self._tool_result(name, ctx.params.get("arguments"), route.context(hand_off))
+        )
+        try:
+            await asyncio.wait({work, handed}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            work.cancel()
+            raise
+        if not handed.done():
+            handed.cancel()
+            return work.result()
+        created = handed.result()
+        tasks_extension.start(created["taskId"], work)
+        return created
 
     def _tasks_allowed(self, ctx: RequestContext) -> str:
         if not self._declares_tasks(ctx):

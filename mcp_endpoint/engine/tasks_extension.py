@@ -23,7 +23,8 @@ import asyncio
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -37,7 +38,7 @@ from mcp_endpoint.engine.jsonrpc import JsonRpcError
 from mcp_endpoint.engine.protocol import META_CLIENT_CAPABILITIES
 from mcp_endpoint.engine.session_requests import CLIENT_REQUEST_CAPABILITY
 from mcp_endpoint.engine.tool_errors import ClientRequestError, MissingClientCapability
-from mcp_endpoint.engine.tools import Caller, ClientRequest, ClientRequester
+from mcp_endpoint.engine.tools import Caller, ClientRequest, ClientRequester, ToolContext
 from mcp_endpoint.models import McpTask
 
 logger = logging.getLogger(__name__)
@@ -224,6 +225,41 @@ def asker(task_id: str, declared: dict[str, Any]) -> ClientRequester:
         raise ClientRequestError("The client did not answer the task's question in time")
 
     return ask
+
+
+class Route:
+    """Where a call that may become a task (`ToolContext.continue_as_task`) sends its
+    questions, progress and logs: to the request, then, once it is a task, its questions to
+    the task and nothing else anywhere (the request's stream is over)."""
+
+    def __init__(self, request_ctx: ToolContext) -> None:
+        self.request_ctx = request_ctx
+        self.task_asker: ClientRequester | None = None
+
+    def to_task(self, task_id: str, declared: dict[str, Any]) -> None:
+        self.task_asker = asker(task_id, declared)
+
+    def context(self, hand_off: Callable[[], Awaitable[None]]) -> ToolContext:
+        return replace(
+            self.request_ctx,
+            send_request=self.ask,
+            send_progress=self.progress,
+            send_log=self.log,
+            send_handoff=hand_off,
+        )
+
+    async def ask(self, requests: Sequence[ClientRequest]) -> list[dict[str, Any]]:
+        if self.task_asker is not None:
+            return await self.task_asker(requests)
+        return await self.request_ctx.send_request(requests)
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        if self.task_asker is None:
+            await self.request_ctx.send_progress(progress, total, message)
+
+    async def log(self, level: str, data: Any, logger: str | None) -> None:
+        if self.task_asker is None:
+            await self.request_ctx.send_log(level, data, logger)
 
 
 def start(task_id: str, work: Awaitable[dict[str, Any]]) -> None:

@@ -646,3 +646,15 @@ async def multi_input(args: NoArguments, ctx: ToolContext) -> ToolResult:
     )
     answers = f"first={_content(first, 'confirm')} second={_content(second, 'confirm')}"
     return ToolResult(content=[_text(answers)])
+
+
+@tool(scope="read", read_only=True, task_support="required", hands_off=True)
+async def test_tool_with_task(args: NoArguments, ctx: ToolContext) -> ToolResult:
+    """Asks the user's name in the request, then goes on as a task that greets them
+    (conformance fixture: multi-round-trip input, then a task)."""
+    answer = await ctx.request_client(
+        "elicitation/create", _asking("What is your name?", "name"), key="user_name"
+    )
+    await ctx.continue_as_task()
+    await asyncio.sleep(0.1)
+    return ToolResult(content=[_text(f"Hello, {_content(answer, 'name')}!")])

@@ -159,3 +159,33 @@ def test_a_call_out_of_scope_is_refused_at_once_not_made_a_task():
 
     async_to_sync(scenario)()
     assert not McpTask.objects.exists()
+
+
+def test_a_tool_asks_in_the_request_then_continues_as_a_task():
+    reg = ToolRegistry()
+
+    @tool_on(reg, scope="read", task_support="required", hands_off=True)
+    async def greet_later(args: Sleep, ctx: ToolContext) -> ToolResult:
+        answer = await ctx.request_client("elicitation/create", {"message": "name?"}, key="name")
+        await ctx.continue_as_task()
+        await asyncio.sleep(0.05)
+        return ToolResult(text=f"Hello, {answer['content']['v']}")
+
+    ana = Client(reg, "ana")
+
+    async def scenario():
+        asked = await ana.result("tools/call", name="greet_later", arguments={})
+        assert asked["resultType"] == "input_required" and "taskId" not in asked
+        answer = {"action": "accept", "content": {"v": "Alice"}}
+        created = await ana.result(
+            "tools/call",
+            name="greet_later",
+            arguments={},
+            inputResponses={"name": answer},
+            requestState=asked["requestState"],
+        )
+        assert created["resultType"] == "task" and "requestState" not in created
+        done = await ana.settled(created["taskId"], "completed")
+        assert done["result"]["content"][0]["text"] == "Hello, Alice"
+
+    async_to_sync(scenario)()
