@@ -440,6 +440,9 @@ class ServerSession(ClientRequests, ResourceMethods):
         hands_off = False
         if tool is not None and tool.task_support != "forbidden" and tool.scope in self.caller.scopes:
             if self._declares_tasks(ctx):
+                # A task outlives its request: the same bound as a session's requests, per token.
+                if await tasks_extension.active_count(self.caller) >= settings.MCP_MAX_CONCURRENT_CALLS:
+                    raise too_many_in_flight("tasks of one token may be unfinished at once")
                 if not tool.hands_off:
                     return await self._start_task(ctx, name)
                 hands_off = True
@@ -598,12 +601,12 @@ class ServerSession(ClientRequests, ResourceMethods):
     }
 
 
-def too_many_in_flight() -> JsonRpcError:
+def too_many_in_flight(where: str = "may run in one session") -> JsonRpcError:
     """Over MCP_MAX_CONCURRENT_CALLS: the request is refused, the session goes on."""
     limit = settings.MCP_MAX_CONCURRENT_CALLS
     return JsonRpcError(
         jsonrpc.TOO_MANY_REQUESTS,
-        f"Too many requests at once: at most {limit} may run in one session; wait for an answer",
+        f"Too many requests at once: at most {limit} {where}; wait for an answer",
         {"limit": limit},
     )
 

@@ -138,6 +138,13 @@ async def create(caller: Caller, tool: str) -> McpTask:
     )
 
 
+async def active_count(caller: Caller) -> int:
+    """How many of the caller's tasks are still working or waiting on it."""
+    return await McpTask.objects.filter(
+        owner=owner_of(caller), status__in=McpTask.ACTIVE, expires_at__gt=timezone.now()
+    ).acount()
+
+
 async def get(caller: Caller, task_id: str) -> McpTask:
     """The caller's live task `task_id`; -32602 when there is none (or it is another's)."""
     task = await McpTask.objects.filter(

@@ -189,3 +189,23 @@ def test_a_tool_asks_in_the_request_then_continues_as_a_task():
         assert done["result"]["content"][0]["text"] == "Hello, Alice"
 
     async_to_sync(scenario)()
+
+
+def test_a_token_has_a_bounded_number_of_unfinished_tasks(settings):
+    settings.MCP_MAX_CONCURRENT_CALLS = 2
+    reg = make_registry()
+    ana, bob = Client(reg, "ana"), Client(reg, "bob")
+
+    async def scenario():
+        first = await ana.result("tools/call", name="nap", arguments={"seconds": 30})
+        second = await ana.result("tools/call", name="nap", arguments={"seconds": 30})
+        refused = await ana.request("tools/call", name="nap", arguments={"seconds": 30})
+        assert refused["error"]["code"] == jsonrpc.TOO_MANY_REQUESTS
+        assert "resultType" in await bob.result("tools/call", name="nap", arguments={"seconds": 0})
+        await ana.result("tasks/cancel", taskId=first["taskId"])
+        third = await ana.result("tools/call", name="nap", arguments={"seconds": 30})
+        assert third["resultType"] == "task"
+        for task in (second, third):
+            await ana.result("tasks/cancel", taskId=task["taskId"])
+
+    async_to_sync(scenario)()
