@@ -35,6 +35,7 @@ from django.utils import timezone
 
 from mcp_endpoint.engine import jsonrpc
 from mcp_endpoint.engine.jsonrpc import JsonRpcError
+from mcp_endpoint.engine.listen import Offer
 from mcp_endpoint.engine.protocol import META_CLIENT_CAPABILITIES
 from mcp_endpoint.engine.session_requests import CLIENT_REQUEST_CAPABILITY
 from mcp_endpoint.engine.tool_errors import ClientRequestError, MissingClientCapability
@@ -153,6 +154,43 @@ async def get(caller: Caller, task_id: str) -> McpTask:
     if task is None:
         raise _unknown(task_id)
     return task
+
+
+async def own_live(caller: Caller, task_ids: Sequence[str]) -> list[str]:
+    """Those of `task_ids` that are the caller's live tasks, in the order asked."""
+    own = {
+        task_id
+        async for task_id in McpTask.objects.filter(
+            task_id__in=task_ids, owner=owner_of(caller), expires_at__gt=timezone.now()
+        ).values_list("task_id", flat=True)
+    }
+    return [task_id for task_id in dict.fromkeys(task_ids) if task_id in own]
+
+
+async def watch(caller: Caller, task_ids: Sequence[str], offer: Offer) -> None:
+    """Status notifications for a `subscriptions/listen` stream (`notifications/tasks`, each the
+    task as `tasks/get` shows it then): the tasks are read every `pollIntervalMs`, whichever
+    process changes them, and each change is offered once; it ends when they are all over
+    (or gone)."""
+    offered: dict[str, tuple[str, datetime]] = {}
+    watched = list(task_ids)
+    while watched:
+        tasks = [t async for t in McpTask.objects.filter(task_id__in=watched, owner=owner_of(caller))]
+        watched = []
+        for task in tasks:
+            state = (task.status, task.updated_at)
+            if offered.get(task.task_id) != state and offer("notifications/tasks", _notification(task)):
+                offered[task.task_id] = state
+            if task.status in McpTask.ACTIVE or offered.get(task.task_id) != state:
+                watched.append(task.task_id)
+        if watched:
+            await asyncio.sleep(POLL_INTERVAL_MS / 1000)
+
+
+def _notification(task: McpTask) -> dict[str, Any]:
+    params = detailed_task(task)
+    del params["resultType"]
+    return params
 
 
 async def cancel(caller: Caller, task_id: str) -> None:

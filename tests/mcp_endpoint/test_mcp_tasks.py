@@ -53,10 +53,11 @@ def make_registry() -> ToolRegistry:
 class Client:
     def __init__(self, reg: ToolRegistry, token: str, scopes=ALL) -> None:
         caller = Caller(f"token {token}", "mcp-http", frozenset(scopes), rate_key=token)
-        self.session = ServerSession(caller, self._drop, tools=reg)
+        self.session = ServerSession(caller, self._keep, tools=reg)
+        self.sent: list[dict] = []
 
-    async def _drop(self, message) -> None:
-        return None
+    async def _keep(self, message) -> None:
+        self.sent.append(message)
 
     async def request(self, method: str, meta=WITH_TASKS, **params) -> dict:
         message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
@@ -209,3 +210,36 @@ def test_a_token_has_a_bounded_number_of_unfinished_tasks(settings):
             await ana.result("tasks/cancel", taskId=task["taskId"])
 
     async_to_sync(scenario)()
+
+
+def test_a_listen_stream_hears_the_states_of_the_callers_own_tasks():
+    reg = make_registry()
+    ana, eve = Client(reg, "ana"), Client(reg, "eve")
+
+    async def scenario():
+        created = await ana.result("tools/call", name="nap", arguments={"seconds": 0.3})
+        others = await eve.result("tools/call", name="nap", arguments={"seconds": 0})
+        task_ids = [created["taskId"], others["taskId"], "nonexistent"]
+        listen = {"notifications": {"taskIds": task_ids}, "_meta": WITH_TASKS}
+        await ana.session.receive(
+            {"jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen", "params": listen}, parsed=True
+        )
+        for _ in range(200):
+            heard = [m["params"] for m in ana.sent if m.get("method") == "notifications/tasks"]
+            if heard and heard[-1]["status"] == "completed":
+                break
+            await asyncio.sleep(0.02)
+        await ana.session.receive(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}}, parsed=True
+        )
+        await ana.session.drain()
+        return ana.sent, created["taskId"]
+
+    sent, task_id = async_to_sync(scenario)()
+    (ack,) = [m for m in sent if m.get("method") == "notifications/subscriptions/acknowledged"]
+    assert ack["params"]["notifications"] == {"taskIds": [task_id]}  # eve's and unknown ones left out
+    heard = [m["params"] for m in sent if m.get("method") == "notifications/tasks"]
+    assert {h["taskId"] for h in heard} == {task_id}
+    assert heard[0]["status"] == "working" and heard[-1]["status"] == "completed"
+    assert heard[-1]["result"]["content"][0]["text"] == "slept 0.3"
+    assert heard[-1]["_meta"] == {"io.modelcontextprotocol/subscriptionId": 9}
