@@ -37,16 +37,14 @@ from mcp_endpoint.engine import jsonrpc
 from mcp_endpoint.engine.jsonrpc import JsonRpcError
 from mcp_endpoint.engine.listen import Offer
 from mcp_endpoint.engine.protocol import META_CLIENT_CAPABILITIES
-from mcp_endpoint.engine.session_requests import CLIENT_REQUEST_CAPABILITY
-from mcp_endpoint.engine.tool_errors import ClientRequestError, MissingClientCapability
+from mcp_endpoint.engine.session_requests import check_declared
+from mcp_endpoint.engine.tool_errors import ClientRequestError
 from mcp_endpoint.engine.tools import Caller, ClientRequest, ClientRequester, ToolContext
 from mcp_endpoint.models import McpTask
 
 logger = logging.getLogger(__name__)
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
-TASK_METHODS = ("tasks/get", "tasks/update", "tasks/cancel")
-TASK_SUPPORT = ("forbidden", "optional", "required")
 POLL_INTERVAL_MS = 500  # what a client is told to wait between two `tasks/get`
 ANSWER_POLL_SECONDS = 0.2  # how often the work looks for `tasks/update`'s answers
 
@@ -199,7 +197,7 @@ async def cancel(caller: Caller, task_id: str) -> None:
     is not kept."""
     task = await get(caller, task_id)
     await McpTask.objects.filter(pk=task.pk, status__in=McpTask.ACTIVE).aupdate(
-        status=McpTask.CANCELLED, input_requests={}, updated_at=timezone.now()
+        status=McpTask.CANCELLED, input_requests={}, input_responses={}, updated_at=timezone.now()
     )
     work = _running.get(task_id)
     if work is not None:
@@ -238,9 +236,10 @@ async def update(caller: Caller, task_id: str, responses: Any) -> None:
 
 
 async def _finish(task_id: str, **fields: Any) -> None:
-    """The work's outcome, kept unless the task was cancelled (or expired) meanwhile."""
+    """The work's outcome, kept unless the task was cancelled (or expired) meanwhile; the
+    client's answers are not kept past the work that needed them."""
     await McpTask.objects.filter(pk=task_id, status__in=McpTask.ACTIVE).aupdate(
-        input_requests={}, updated_at=timezone.now(), **fields
+        input_requests={}, input_responses={}, updated_at=timezone.now(), **fields
     )
 
 
@@ -250,10 +249,7 @@ def asker(task_id: str, declared: dict[str, Any]) -> ClientRequester:
     `tasks/update` to answer them all, up to MCP_CLIENT_REQUEST_TIMEOUT_SECONDS."""
 
     async def ask(requests: Sequence[ClientRequest]) -> list[dict[str, Any]]:
-        for request in requests:
-            capability = CLIENT_REQUEST_CAPABILITY.get(request.method)
-            if capability and capability not in declared:
-                raise MissingClientCapability(capability, request.method)
+        check_declared(requests, declared)
         keys = [f"{request.key or 'input'}-{secrets.token_hex(4)}" for request in requests]
         asked = {key: {"method": r.method, "params": r.params} for key, r in zip(keys, requests, strict=True)}
         await McpTask.objects.filter(pk=task_id, status__in=McpTask.ACTIVE).aupdate(

@@ -130,6 +130,7 @@ def test_questions_are_asked_through_tasks_get_and_answered_with_tasks_update():
         assert done["result"]["content"][0]["text"] == "A B"
 
     async_to_sync(scenario)()
+    assert McpTask.objects.get().input_responses == {}  # the answers are not kept past the work
 
 
 def test_without_the_extension_calls_are_plain_and_task_methods_are_refused():
