@@ -13,6 +13,9 @@ The 0.2 line's 2026-07-28 scenarios add diagnostic tools: `test_missing_capabili
 (`server-stateless`), and the multi-round-trip tools and prompt
 `test_input_required_result_*` (SEP-2322, `input-required-result-*`), whose questions carry
 the keys the scenarios name.
+
+The tasks extension's scenarios (SEP-2663, `tasks-*`) name `greet`, `slow_compute`,
+`failing_job`, `protocol_error_job`, `confirm_delete`, `multi_input` and `test_tool_with_task`.
 """
 
 from __future__ import annotations
