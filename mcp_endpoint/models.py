@@ -304,7 +304,6 @@ class McpTask(models.Model):
     owner = models.CharField(max_length=255, db_index=True)
     tool = models.CharField(max_length=64)
     status = models.CharField(max_length=20, default=WORKING)
-    status_message = models.CharField(max_length=500, blank=True)
     result = models.JSONField(null=True, blank=True)  # the tool's result, once completed
     error = models.JSONField(null=True, blank=True)  # a JSON-RPC error object, once failed
     # The questions the work waits on (key -> {method, params}), and the answers given to them.

@@ -89,7 +89,7 @@ def _ttl_ms() -> int:
 
 def task_fields(task: McpTask) -> dict[str, Any]:
     """The extension's `Task`: what `CreateTaskResult` and `tasks/get` both carry."""
-    fields: dict[str, Any] = {
+    return {
         "taskId": task.task_id,
         "status": task.status,
         "createdAt": _iso(task.created_at),
@@ -97,9 +97,6 @@ def task_fields(task: McpTask) -> dict[str, Any]:
         "ttlMs": _ttl_ms(),
         "pollIntervalMs": POLL_INTERVAL_MS,
     }
-    if task.status_message:
-        fields["statusMessage"] = task.status_message
-    return fields
 
 
 def detailed_task(task: McpTask) -> dict[str, Any]:

@@ -16,7 +16,6 @@ class Migration(migrations.Migration):
                 ("owner", models.CharField(db_index=True, max_length=255)),
                 ("tool", models.CharField(max_length=64)),
                 ("status", models.CharField(default="working", max_length=20)),
-                ("status_message", models.CharField(blank=True, max_length=500)),
                 ("result", models.JSONField(blank=True, null=True)),
                 ("error", models.JSONField(blank=True, null=True)),
                 ("input_requests", models.JSONField(default=dict)),
