@@ -123,7 +123,8 @@ def _log_entry(ctx: ToolContext, entry: ManifestEntry) -> None:
         ctx.log_sync("warning", data, logger=LOGGER)
 
 
-@tool(scope="fel", idempotent=True)
+# A client that declared MCP's tasks extension gets the batch as a task it follows with tasks/get.
+@tool(scope="fel", idempotent=True, task_support="optional")
 def fel_batch(params: FelBatchInput, ctx: ToolContext) -> FelBatchOutput:
     """Procesa un directorio de XML FEL: un PDF por archivo y un manifest.json con validación y SHA-256."""
     ctx.log_sync("info", {"message": "Lote iniciado", "dir_xml": params.dir_xml}, logger=LOGGER)

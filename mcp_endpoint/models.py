@@ -287,3 +287,34 @@ class RateCount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} #{self.window}: {self.count}"
+
+
+class McpTask(models.Model):
+    """One tool call answered with a task (the MCP tasks extension, SEP-2663;
+    `mcp_endpoint.engine.tasks_extension`): its state, kept here so that any process serving
+    the hub answers `tasks/get` and `tasks/cancel` for it, whichever process runs its work."""
+
+    WORKING, INPUT_REQUIRED = "working", "input_required"
+    COMPLETED, FAILED, CANCELLED = "completed", "failed", "cancelled"
+    ACTIVE = (WORKING, INPUT_REQUIRED)
+
+    task_id = models.CharField(max_length=64, primary_key=True)
+    # Who may see and cancel it: the token's key id (or the caller's actor for a door without
+    # a token); anyone else is told the task does not exist.
+    owner = models.CharField(max_length=255, db_index=True)
+    tool = models.CharField(max_length=64)
+    status = models.CharField(max_length=20, default=WORKING)
+    result = models.JSONField(null=True, blank=True)  # the tool's result, once completed
+    error = models.JSONField(null=True, blank=True)  # a JSON-RPC error object, once failed
+    # The questions the work waits on (key -> {method, params}), and the answers given to them.
+    input_requests = models.JSONField(default=dict)
+    input_responses = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    expires_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.tool} task {self.task_id} ({self.status})"

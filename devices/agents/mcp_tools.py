@@ -42,7 +42,8 @@ def list_agents(args: NoArguments, ctx: ToolContext) -> AgentList:
     return {"agents": agents}
 
 
-@tool(scope="devices", open_world=True)
+# A client that declared MCP's tasks extension gets the device's answer as a task's result.
+@tool(scope="devices", open_world=True, task_support="optional")
 async def call_agent_tool(args: CallAgentToolInput, ctx: ToolContext) -> ToolResult:
     """Calls one tool of an online ESP32 agent and returns the device's answer"""
     # A device tool that needs a person's confirmation is judged by the gateway once routed.

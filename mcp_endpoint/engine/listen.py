@@ -30,12 +30,26 @@ class Listener:
     queue: asyncio.Queue[tuple[str, dict[str, Any]]] = field(default_factory=lambda: asyncio.Queue(BACKLOG))
     pending: set[tuple[str, str]] = field(default_factory=set)
 
-    def offer(self, method: str, params: dict[str, Any]) -> None:
-        key = (method, params.get("uri", ""))
+    def offer(self, method: str, params: dict[str, Any]) -> bool:
+        """Queue a notification; False when one about the same thing waits unsent (once is
+        enough) or the backlog is full."""
+        key = (method, _about(params))
         if key in self.pending or self.queue.full():
-            return  # already announced and not yet sent: once is enough
+            return False
         self.pending.add(key)
         self.queue.put_nowait((method, params))
+        return True
+
+
+# Queues a notification (method, params) on one listener's stream (`Listener.offer`).
+Offer = Callable[[str, dict[str, Any]], bool]
+# Watches something for one listener (a task's state, SEP-2663) and offers what changes.
+Watch = Callable[[Offer], Awaitable[None]]
+
+
+def _about(params: dict[str, Any]) -> str:
+    """What a notification is about: its resource, or its task."""
+    return str(params.get("uri") or params.get("taskId") or "")
 
 
 class ListenStreams:
@@ -64,20 +78,25 @@ class ListenStreams:
         request_id: jsonrpc.RequestId,
         honored: dict[str, Any],
         notify: Callable[[dict[str, Any]], Awaitable[None]],
+        watch: Watch | None = None,
     ) -> None:
-        """Acknowledge, then forward matching notifications until cancelled."""
+        """Acknowledge, then forward matching notifications (and what `watch` offers) until
+        cancelled."""
         listener = Listener(
             tools=bool(honored.get("toolsListChanged")),
             uris=frozenset(honored.get("resourceSubscriptions", ())),
         )
         meta = {META_SUBSCRIPTION_ID: request_id}
         self._open.append(listener)
+        watching = asyncio.ensure_future(watch(listener.offer)) if watch is not None else None
         try:
             acknowledged = {"notifications": honored, "_meta": meta}
             await notify(jsonrpc.notification("notifications/subscriptions/acknowledged", acknowledged))
             while True:
                 method, params = await listener.queue.get()
-                listener.pending.discard((method, params.get("uri", "")))
+                listener.pending.discard((method, _about(params)))
                 await notify(jsonrpc.notification(method, {**params, "_meta": meta}))
         finally:
             self._open.remove(listener)
+            if watching is not None:
+                watching.cancel()

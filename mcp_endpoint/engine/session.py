@@ -33,7 +33,7 @@ from typing import Any
 
 from django.conf import settings
 
-from mcp_endpoint.engine import jsonrpc
+from mcp_endpoint.engine import jsonrpc, tasks_extension
 from mcp_endpoint.engine.client_logs import LOG_LEVELS, LogRecord, log_wanted, redact
 from mcp_endpoint.engine.input_rounds import InputRequired, InputRounds
 from mcp_endpoint.engine.jsonrpc import JsonRpcError
@@ -364,9 +364,9 @@ class ServerSession(ClientRequests, ResourceMethods):
             "completions": {},
             "logging": {},
         }
-        extensions = self.tools.extensions()
-        if extensions:
-            capabilities["extensions"] = extensions
+        # The tasks extension is the engine's own (any tool may run as a task); the others are
+        # declared by the apps that use them.
+        capabilities["extensions"] = {**self.tools.extensions(), tasks_extension.TASKS_EXTENSION: {}}
         return capabilities
 
     async def _ping(self, ctx: RequestContext) -> dict[str, Any]:
@@ -429,18 +429,40 @@ class ServerSession(ClientRequests, ResourceMethods):
         return cacheable(ctx, result)
 
     async def _call_tool(self, ctx: RequestContext) -> dict[str, Any]:
-        """`tools/call`, through the registry's one pipeline (`pipeline.call_tool`)."""
+        """`tools/call`, through the registry's one pipeline (`pipeline.call_tool`); a tool
+        that runs as a task is answered with one when the client declared the extension."""
         name = ctx.params.get("name")
         if not isinstance(name, str) or not name:
             raise JsonRpcError(
                 jsonrpc.INVALID_PARAMS, "Invalid params: 'name' (the tool to call) is required"
             )
+        tool = self.tools.get(name) if self.caller.sees(name) else None
+        hands_off = False
+        if tool is not None and tool.task_support != "forbidden" and tool.scope in self.caller.scopes:
+            if self._declares_tasks(ctx):
+                # A task outlives its request: the same bound as a session's requests, per token.
+                if await tasks_extension.active_count(self.caller) >= settings.MCP_MAX_CONCURRENT_CALLS:
+                    raise too_many_in_flight("tasks of one token may be unfinished at once")
+                if not tool.hands_off:
+                    return await self._start_task(ctx, name)
+                hands_off = True
+            elif tool.task_support == "required":
+                raise tasks_extension.missing_tasks_error(f"tool '{name}'")
         if ctx.stateless:
             ctx.input_rounds = InputRounds.from_params(name, ctx.params)
         try:
-            outcome = await call_tool(
-                name, ctx.params.get("arguments"), self.tool_context(ctx), tools=self.tools
-            )
+            if hands_off:
+                return await self._call_handing_off(ctx, name)
+            return await self._tool_result(name, ctx.params.get("arguments"), self.tool_context(ctx))
+        except InputRequired as asked:
+            assert ctx.input_rounds is not None
+            return ctx.input_rounds.result(asked)
+
+    async def _tool_result(self, name: str, arguments: Any, tool_ctx: ToolContext) -> dict[str, Any]:
+        """A call's MCP result; a call that did not run (or asked what the client cannot
+        answer) is a JsonRpcError."""
+        try:
+            outcome = await call_tool(name, arguments, tool_ctx, tools=self.tools)
         except MissingClientCapability as missing:
             raise missing_capability_error(missing) from None
         except ToolNotFound as refused:
@@ -449,10 +471,76 @@ class ServerSession(ClientRequests, ResourceMethods):
             raise JsonRpcError(jsonrpc.FORBIDDEN, refused.message, {"requiredScope": refused.scope}) from None
         except RateLimited as refused:
             return ToolResult(is_error=True, text=refused.message).as_mcp()
-        except InputRequired as asked:
-            assert ctx.input_rounds is not None
-            return ctx.input_rounds.result(asked)
         return outcome.as_mcp()
+
+    # --- tasks (SEP-2663, `tasks_extension`) -------------------------------------------
+
+    def _declares_tasks(self, ctx: RequestContext) -> bool:
+        return tasks_extension.declares_tasks(
+            self.client_capabilities(ctx)
+        ) or tasks_extension.request_declares_tasks(ctx.params)
+
+    async def _start_task(self, ctx: RequestContext, name: str) -> dict[str, Any]:
+        """Save the task, start its work on this process's loop, and answer with the task.
+        The work hears nothing of the request's stream (it outlives it): no progress or logs;
+        its questions go through `tasks/get` and `tasks/update`."""
+        task = await tasks_extension.create(self.caller, name)
+        declared = self.client_capabilities(ctx)
+        tool_ctx = ToolContext(
+            caller=self.caller,
+            send_request=tasks_extension.asker(task.task_id, declared),
+            client_capabilities=declared,
+        )
+        tasks_extension.start(task.task_id, self._tool_result(name, ctx.params.get("arguments"), tool_ctx))
+        return {"resultType": "task", **tasks_extension.task_fields(task)}
+
+    async def _call_handing_off(self, ctx: RequestContext, name: str) -> dict[str, Any]:
+        """A `hands_off` tool's call: it runs in the request until it finishes (or asks a
+        stateless round's questions), or until it calls `continue_as_task`; then the request
+        is answered with the task, and the same call goes on as the task's work, its
+        questions put on the task, its progress and logs no longer sent."""
+        handed: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        route = tasks_extension.Route(self.tool_context(ctx))
+
+        async def hand_off() -> None:
+            if not handed.done():
+                task = await tasks_extension.create(self.caller, name)
+                route.to_task(task.task_id, self.client_capabilities(ctx))
+                handed.set_result({"resultType": "task", **tasks_extension.task_fields(task)})
+
+        work = asyncio.ensure_future(
+            self._tool_result(name, ctx.params.get("arguments"), route.context(hand_off))
+        )
+        try:
+            await asyncio.wait({work, handed}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            work.cancel()
+            raise
+        if not handed.done():
+            handed.cancel()
+            return work.result()
+        created = handed.result()
+        tasks_extension.start(created["taskId"], work)
+        return created
+
+    def _tasks_allowed(self, ctx: RequestContext) -> str:
+        if not self._declares_tasks(ctx):
+            raise tasks_extension.missing_tasks_error(f"'{ctx.method}'")
+        return tasks_extension.task_id_of(ctx.params)
+
+    async def _get_task(self, ctx: RequestContext) -> dict[str, Any]:
+        task_id = self._tasks_allowed(ctx)
+        return tasks_extension.detailed_task(await tasks_extension.get(self.caller, task_id))
+
+    async def _update_task(self, ctx: RequestContext) -> dict[str, Any]:
+        task_id = self._tasks_allowed(ctx)
+        await tasks_extension.update(self.caller, task_id, ctx.params.get("inputResponses"))
+        return {"resultType": "complete"}
+
+    async def _cancel_task(self, ctx: RequestContext) -> dict[str, Any]:
+        task_id = self._tasks_allowed(ctx)
+        await tasks_extension.cancel(self.caller, task_id)
+        return {"resultType": "complete"}
 
     def tool_context(self, ctx: RequestContext) -> ToolContext:
         """What a tool (or a prompt that asks) running for request `ctx` may use."""
@@ -507,15 +595,18 @@ class ServerSession(ClientRequests, ResourceMethods):
         "prompts/get": ResourceMethods._get_prompt,
         "completion/complete": ResourceMethods._complete,
         "subscriptions/listen": ResourceMethods._listen,
+        "tasks/get": _get_task,
+        "tasks/update": _update_task,
+        "tasks/cancel": _cancel_task,
     }
 
 
-def too_many_in_flight() -> JsonRpcError:
+def too_many_in_flight(where: str = "may run in one session") -> JsonRpcError:
     """Over MCP_MAX_CONCURRENT_CALLS: the request is refused, the session goes on."""
     limit = settings.MCP_MAX_CONCURRENT_CALLS
     return JsonRpcError(
         jsonrpc.TOO_MANY_REQUESTS,
-        f"Too many requests at once: at most {limit} may run in one session; wait for an answer",
+        f"Too many requests at once: at most {limit} {where}; wait for an answer",
         {"limit": limit},
     )
 

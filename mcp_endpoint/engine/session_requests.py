@@ -14,7 +14,7 @@ import asyncio
 import logging
 import secrets
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -56,11 +56,7 @@ class ClientRequests:
         routed here by `relay`. A stateless request asks them through `input_rounds`
         instead. One that fails withdraws the others.
         """
-        declared = self.client_capabilities(ctx)
-        for request in requests:
-            capability = CLIENT_REQUEST_CAPABILITY.get(request.method)
-            if capability and capability not in declared:
-                raise MissingClientCapability(capability, request.method)
+        check_declared(requests, self.client_capabilities(ctx))
         if ctx.input_rounds is not None:  # stateless: answered by the client's retry
             return ctx.input_rounds.answer_or_ask(requests)
         if ctx.stateless or not self.can_ask_client:
@@ -135,6 +131,14 @@ class ClientRequests:
         """An HTTP session's answers may reach another process: hear them from there."""
         if self.relay_id is not None:
             await relay.listen()
+
+
+def check_declared(requests: Sequence[ClientRequest], declared: Mapping[str, Any]) -> None:
+    """MissingClientCapability for the first request whose capability the client did not declare."""
+    for request in requests:
+        capability = CLIENT_REQUEST_CAPABILITY.get(request.method)
+        if capability and capability not in declared:
+            raise MissingClientCapability(capability, request.method)
 
 
 def missing_capability_error(missing: MissingClientCapability) -> JsonRpcError:

@@ -9,11 +9,12 @@ the session's caller, state, resource registry and listen streams, never a trans
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 from asgiref.sync import sync_to_async
 
-from mcp_endpoint.engine import jsonrpc
+from mcp_endpoint.engine import jsonrpc, tasks_extension
 from mcp_endpoint.engine.input_rounds import InputRequired, InputRounds
 from mcp_endpoint.engine.jsonrpc import JsonRpcError
 from mcp_endpoint.engine.listen import ListenStreams
@@ -43,6 +44,7 @@ class ResourceMethods:
     on_subscribe: Callable[[], Awaitable[None]] | None
     listen_for_changes: Callable[[], None]
     tool_context: Callable[[RequestContext], ToolContext]
+    _declares_tasks: Callable[[RequestContext], bool]
     _send_quietly: Callable[[dict[str, Any]], Awaitable[None]]
 
     async def _list_resources(self, ctx: RequestContext) -> dict[str, Any]:
@@ -107,15 +109,18 @@ class ResourceMethods:
         the client cancels it or goes away (so it never returns on its own)."""
         wanted = ctx.params.get("notifications")
         uris = wanted.get("resourceSubscriptions") or [] if isinstance(wanted, dict) else None
+        task_ids = wanted.get("taskIds") or [] if isinstance(wanted, dict) else None
         if (
             not isinstance(wanted, dict)
             or not isinstance(uris, list)
             or not all(isinstance(u, str) for u in uris)
+            or not isinstance(task_ids, list)
+            or not all(isinstance(t, str) for t in task_ids)
         ):
             raise JsonRpcError(
                 jsonrpc.INVALID_PARAMS,
                 "Invalid params: 'notifications' must be an object, its 'resourceSubscriptions' "
-                "a list of URIs",
+                "a list of URIs, its 'taskIds' a list of task ids",
             )
         honored: dict[str, Any] = {}
         if wanted.get("toolsListChanged") is True:
@@ -126,7 +131,13 @@ class ResourceMethods:
             honored["resourceSubscriptions"] = visible
             if self.on_subscribe is not None:
                 await self.on_subscribe()
-        await self.listens.serve(ctx.request_id, honored, ctx.notify)
+        watch = None
+        if task_ids and self._declares_tasks(ctx):  # the caller's own live tasks only
+            own = await tasks_extension.own_live(self.caller, task_ids)
+            if own:
+                honored["taskIds"] = own
+                watch = partial(tasks_extension.watch, self.caller, own)
+        await self.listens.serve(ctx.request_id, honored, ctx.notify, watch)
         return {}  # not reached: serve() ends only by cancellation
 
     def _visible(self, uri: str) -> bool:

@@ -9,7 +9,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypedDict, get_type_hints
+from typing import Any, Literal, TypedDict, get_type_hints
 
 from asgiref.sync import async_to_sync, sync_to_async
 from pydantic import BaseModel, ValidationError
@@ -95,6 +95,10 @@ async def _no_notification(method: str, params: dict[str, Any]) -> None:
     return None
 
 
+async def _no_handoff() -> None:
+    return None
+
+
 async def _cannot_confirm(tool: Tool, arguments: Any) -> None:
     raise ToolError(
         f"Not run: a call of '{tool.name}' on a token's behalf can be confirmed only through "
@@ -131,6 +135,8 @@ class ToolContext:
     # Set by the pipeline: the account of the person on the hub who approved this call, when
     # it waited for one (a tool that acts with the approver's rights learns whose they are).
     approved_by: str | None = None
+    # Turns the call into a task of the MCP tasks extension (`continue_as_task`).
+    send_handoff: Callable[[], Awaitable[None]] = _no_handoff
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
@@ -197,6 +203,15 @@ class ToolContext:
         stream they are sent together, and a stateless call asks them all in one round."""
         return await self.send_request(requests)
 
+    async def continue_as_task(self) -> None:
+        """The MCP tasks extension, for a tool declared `hands_off`: the call has asked what it
+        needed in the request (a stateless call's rounds, or over the stream) and goes on as a
+        task: the request is answered with the task, and the rest of the work (its result, and
+        any question it still asks) is followed with `tasks/get`. No progress or logs reach the
+        client after this. Where the call is not becoming a task (the client did not declare
+        the extension, or it is one already) it does nothing."""
+        await self.send_handoff()
+
     async def close_stream(self) -> None:
         """Streamable HTTP: end the response stream of this call now; the call goes on and
         the client picks up what follows with a GET resumed from `Last-Event-ID`
@@ -251,6 +266,12 @@ class ToolOptions(TypedDict, total=False):
     # The tool's `_meta` in `tools/list`, as an extension defines it (MCP Apps' `ui`, see
     # `mcp_endpoint.engine.ui_extension`).
     meta: dict[str, Any]
+    # Whether a call may run as a task of the MCP tasks extension ("optional": for a client
+    # that declared it; "required": only so), `mcp_endpoint.engine.tasks_extension`.
+    task_support: Literal["forbidden", "optional", "required"]
+    # The tool itself says when its call becomes a task (`ToolContext.continue_as_task`), after
+    # the questions it asks first; otherwise a task call is a task from its start.
+    hands_off: bool
 
 
 @dataclass
@@ -283,6 +304,10 @@ class Tool:
     # Arguments mirrored in `Mcp-Param-<name>` HTTP headers (SEP-2243), by header name: the path
     # of the argument in `arguments`. Read from the input schema's `x-mcp-header` annotations.
     header_params: dict[str, tuple[str, ...]] = field(init=False, default_factory=dict)
+    # A call answered with a task (SEP-2663): "optional" when the client declared the extension,
+    # "required" refused (-32021) otherwise, "forbidden" never.
+    task_support: Literal["forbidden", "optional", "required"] = "forbidden"
+    hands_off: bool = False  # see ToolOptions.hands_off
 
     def __post_init__(self) -> None:
         if not TOOL_NAME_RE.match(self.name):
@@ -294,6 +319,8 @@ class Tool:
         if not self.input_schema:
             self.input_schema = _clean_schema(self.input_model.model_json_schema())
         self.header_params = _header_params(self.name, self.input_schema)
+        if self.hands_off and self.task_support == "forbidden":
+            raise ValueError(f"tool {self.name}: hands_off is for a tool that runs as a task")
         if self.dangerous_when is not None and not self.annotations.get("destructiveHint"):
             raise ValueError(f"tool {self.name}: dangerous_when is for a destructive tool")
         if self.output_schema is None and self.output_model is not None:
@@ -335,6 +362,8 @@ class Tool:
             dangerous_when=options.get("dangerous_when"),
             request_detail=options.get("request_detail"),
             meta=options.get("meta"),
+            task_support=options.get("task_support", "forbidden"),
+            hands_off=options.get("hands_off", False),
         )
 
     def definition(self) -> dict[str, Any]:
@@ -350,6 +379,8 @@ class Tool:
             data["annotations"] = (
                 {"title": self.title, **self.annotations} if self.title else self.annotations
             )
+        if self.task_support != "forbidden":
+            data["execution"] = {"taskSupport": self.task_support}
         if self.meta:
             data["_meta"] = self.meta
         return data

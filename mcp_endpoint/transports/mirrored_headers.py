@@ -19,7 +19,15 @@ from typing import Any
 from mcp_endpoint.engine.protocol import META_PROTOCOL_VERSION
 from mcp_endpoint.engine.tools import Tool
 
-NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+NAME_BEARING = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    # The tasks extension's methods name their task (SEP-2663, "Streamable HTTP: Routing Headers").
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 BASE64_PREFIX, BASE64_SUFFIX = "=?base64?", "?="
 PARAM_PREFIX = "mcp-param-"
 _ABSENT = object()

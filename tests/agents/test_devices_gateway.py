@@ -11,6 +11,7 @@ from audit.models import Event
 from devices.agents.models import Agent, AgentTool
 from tests.devices_support import LlmSession, dashboard_call, eventually, hub, new_device
 from tests.mcp_endpoint.test_mcp_http import INIT, sse_messages
+from tests.mcp_endpoint.test_mcp_tasks_live import rpc
 
 pytestmark = pytest.mark.live
 MAC = "aa:bb:cc:00:00:02"
@@ -195,3 +196,46 @@ def test_the_dashboard_form_calls_a_device_of_the_serving_process(live_env, djan
         form = async_to_sync(scenario)()
     assert form.status_code == 200 and form.json()["result"]["content"][0]["text"] == "true"
     assert device.state.volume == 21
+
+
+def test_a_device_call_made_a_task_ends_with_the_devices_answer(live_env, make_token):
+    """`call_agent_tool` for a client that declared MCP's tasks extension: answered with a task,
+    whose result (read with tasks/get) is the device's answer."""
+    token = make_token(name="llm")
+    with hub(live_env) as base:
+        device = new_device(base, MAC)
+
+        async def scenario():
+            await device.connect()
+            async with LlmSession(base, token) as llm:
+                await eventually(lambda: _has(llm, VOLUME))
+                arguments = {
+                    "agent_id": MAC,
+                    "tool": "self.audio_speaker.set_volume",
+                    "arguments": {"volume": 25},
+                }
+                _, created = await sync_to_async(rpc)(
+                    base + "/mcp",
+                    token,
+                    "tools/call",
+                    "call_agent_tool",
+                    name="call_agent_tool",
+                    arguments=arguments,
+                )
+                task_id = created["result"]["taskId"]
+                for _ in range(100):
+                    _, task = await sync_to_async(rpc)(
+                        base + "/mcp", token, "tasks/get", task_id, taskId=task_id
+                    )
+                    if task["result"]["status"] != "working":
+                        break
+                    await asyncio.sleep(0.1)
+            await device.close()
+            return created["result"], task["result"]
+
+        created, task = async_to_sync(scenario)()
+
+    assert created["resultType"] == "task"
+    assert task["status"] == "completed"
+    assert task["result"]["content"] == [{"type": "text", "text": "true"}]
+    assert device.state.volume == 25

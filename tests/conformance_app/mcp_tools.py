@@ -13,6 +13,9 @@ The 0.2 line's 2026-07-28 scenarios add diagnostic tools: `test_missing_capabili
 (`server-stateless`), and the multi-round-trip tools and prompt
 `test_input_required_result_*` (SEP-2322, `input-required-result-*`), whose questions carry
 the keys the scenarios name.
+
+The tasks extension's scenarios (SEP-2663, `tasks-*`) name `greet`, `slow_compute`,
+`failing_job`, `protocol_error_job`, `confirm_delete`, `multi_input` and `test_tool_with_task`.
 """
 
 from __future__ import annotations
@@ -580,3 +583,81 @@ resources.add_prompt(
         render=lambda args: [_user(_image()), _user(_text("Please analyze the image above."))],
     )
 )
+
+
+# --- the tasks extension (SEP-2663, 0.2 line's `tasks-*` extension scenarios) ---------------
+
+
+class Greeting(BaseModel):
+    name: str = "World"
+
+
+class SlowCompute(BaseModel):
+    seconds: float = Field(default=0, ge=0, le=120)
+    label: str = ""
+
+
+class FileName(BaseModel):
+    filename: str = "file.txt"
+
+
+@tool(scope="read", read_only=True)
+def greet(args: Greeting, ctx: ToolContext) -> ToolResult:
+    """Greets `name` (conformance fixture: a tool that never runs as a task)."""
+    return ToolResult(content=[_text(f"Hello, {args.name}!")])
+
+
+@tool(scope="read", read_only=True, task_support="optional")
+async def slow_compute(args: SlowCompute, ctx: ToolContext) -> ToolResult:
+    """Sleeps `seconds`, then answers (conformance fixture: a task; cancelled while it sleeps)."""
+    await asyncio.sleep(args.seconds)
+    return ToolResult(content=[_text(f"Computed {args.label or 'result'} after {args.seconds} s")])
+
+
+@tool(scope="read", read_only=True, task_support="required")
+async def failing_job(args: NoArguments, ctx: ToolContext) -> ToolResult:
+    """Fails after a second as a tool fails (conformance fixture: a task only)."""
+    await asyncio.sleep(1)
+    raise ToolError("The job failed, as it always does")
+
+
+@tool(scope="read", read_only=True, task_support="optional")
+async def protocol_error_job(args: NoArguments, ctx: ToolContext) -> ToolResult:
+    """Asks the client's roots, which the scenario's client does not declare: the request
+    itself fails (-32021), not the tool (conformance fixture: a task that fails)."""
+    await ctx.request_client("roots/list", {})
+    return ToolResult(content=[_text("unreachable with a client without roots")])
+
+
+@tool(scope="read", read_only=True, task_support="optional")
+async def confirm_delete(args: FileName, ctx: ToolContext) -> ToolResult:
+    """Asks the user to confirm deleting `filename`, then says what it did (conformance
+    fixture: a task waiting on one question; nothing is deleted)."""
+    answer = await ctx.request_client(
+        "elicitation/create", _asking(f"Delete {args.filename}?", "confirm", "boolean"), key="confirm"
+    )
+    confirmed = answer.get("action") == "accept" and _content(answer, "confirm") is True
+    return ToolResult(content=[_text(f"{'Deleted' if confirmed else 'Kept'} {args.filename}")])
+
+
+@tool(scope="read", read_only=True, task_support="optional")
+async def multi_input(args: NoArguments, ctx: ToolContext) -> ToolResult:
+    """Asks two questions at once (conformance fixture: a task with two pending questions)."""
+    first, second = await ctx.request_client_all(
+        ClientRequest("elicitation/create", _asking("First answer?", "confirm", "boolean"), "first"),
+        ClientRequest("elicitation/create", _asking("Second answer?", "confirm", "boolean"), "second"),
+    )
+    answers = f"first={_content(first, 'confirm')} second={_content(second, 'confirm')}"
+    return ToolResult(content=[_text(answers)])
+
+
+@tool(scope="read", read_only=True, task_support="required", hands_off=True)
+async def test_tool_with_task(args: NoArguments, ctx: ToolContext) -> ToolResult:
+    """Asks the user's name in the request, then goes on as a task that greets them
+    (conformance fixture: multi-round-trip input, then a task)."""
+    answer = await ctx.request_client(
+        "elicitation/create", _asking("What is your name?", "name"), key="user_name"
+    )
+    await ctx.continue_as_task()
+    await asyncio.sleep(0.1)
+    return ToolResult(content=[_text(f"Hello, {_content(answer, 'name')}!")])

@@ -1,5 +1,6 @@
 """fel_render and fel_batch: the PDF's content and pagination, the manifest, progress."""
 
+import asyncio
 import hashlib
 import json
 
@@ -210,6 +211,31 @@ def test_a_batch_logs_each_file_and_its_problems_at_the_level_asked(root, settin
     }
     assert len(_batch_over_mcp({**stateless, "io.modelcontextprotocol/logLevel": "info"})[1]) == 3
     assert _batch_over_mcp(stateless)[1] == []
+
+
+def test_a_client_that_declares_the_tasks_extension_gets_the_batch_as_a_task(root, settings):
+    settings.FEL_BATCH_WORKERS = 1
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+    }
+
+    async def scenario():
+        peer = Peer()
+        created = await peer.call("fel_batch", {"dir_xml": "data/broken"}, _meta=meta)
+        assert created["result"]["resultType"] == "task"
+        task_id = created["result"]["taskId"]
+        for _ in range(300):
+            task = (await peer.request("tasks/get", {"taskId": task_id, "_meta": meta}))["result"]
+            if task["status"] != "working":
+                return task
+            await asyncio.sleep(0.05)
+        raise AssertionError("the batch's task never finished")
+
+    task = async_to_sync(scenario)()
+    assert task["status"] == "completed"
+    assert task["result"]["structuredContent"]["count"] == 3
+    assert json.loads((root / "out" / "manifest.json").read_text())["files"]
 
 
 def test_pdf_is_a_real_pdf_image(root, tmp_path):

@@ -440,3 +440,45 @@ def test_tool_options_are_declared_once_and_checked():
         def harmless(args: Nothing, ctx: ToolContext) -> dict:
             """Does nothing"""
             return {}
+
+
+def test_a_dangerous_call_made_a_task_still_waits_for_the_owner(home):
+    """A call answered with an MCP task (tasks extension) passes the same gate: the task shows
+    `working` while the owner decides, and a denial is the task's `isError` result."""
+    reg = ToolRegistry()
+    ran: list[bool] = []
+
+    @tool_on(reg, scope="control", destructive=True, task_support="optional")
+    def wipe(args: Nothing, ctx: ToolContext) -> dict:
+        ran.append(True)
+        return {}
+
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+    }
+    session = ServerSession(AGENT, lambda message: asyncio.sleep(0), tools=reg)
+
+    async def request(method: str, **params) -> dict:
+        message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
+        return (await session.handle(message))["result"]
+
+    async def scenario():
+        created = await request("tools/call", name="wipe", arguments={})
+        while not await PendingConfirmation.objects.filter(tool="wipe").aexists():
+            await asyncio.sleep(0.05)
+        waiting = await request("tasks/get", taskId=created["taskId"])
+        request_pk = (await PendingConfirmation.objects.aget(tool="wipe")).pk
+        await asyncio.to_thread(confirmation.decide, request_pk, approve=False, by="ana")
+        for _ in range(200):
+            task = await request("tasks/get", taskId=created["taskId"])
+            if task["status"] != "working":
+                return waiting, task
+            await asyncio.sleep(0.05)
+        raise AssertionError("the task never finished")
+
+    waiting, task = async_to_sync(scenario)()
+    assert waiting["status"] == "working" and not ran
+    assert task["status"] == "completed" and task["result"]["isError"] is True
+    assert "denied by ana on the dashboard" in task["result"]["content"][0]["text"]
+    assert not ran

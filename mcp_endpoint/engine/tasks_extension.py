@@ -1,0 +1,323 @@
+"""The MCP tasks extension (SEP-2663, `io.modelcontextprotocol/tasks`): a tool call answered
+with a task that the client polls, instead of a result it waits for.
+
+A tool declares whether it runs as a task (`@tool(task_support="optional" | "required")`). When
+the client declared the extension (in `initialize`, or in a request's
+`_meta["io.modelcontextprotocol/clientCapabilities"]`, SEP-2575), a call of such a tool is
+answered at once with a `CreateTaskResult` (`resultType: "task"`), once the task's row is
+saved; the work goes on through the same pipeline (scopes, rate limit, a person's
+confirmation) and the client follows it with `tasks/get`, answers its questions with
+`tasks/update` and stops it with `tasks/cancel`. A client that did not declare the extension
+gets an ordinary result, or -32021 for a tool that only runs as a task.
+
+The task's state is in the database (`McpTask`), so every process answers for it; its work
+runs on the event loop of the process that took the call (a tool call needs that process's
+connections: devices, streams, the confirmation gate's waiters). A task whose process dies
+stays `working` until its TTL ends. Only the token (or, without one, the caller) that created
+a task sees it: anyone else is told it does not exist.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from mcp_endpoint.engine import jsonrpc
+from mcp_endpoint.engine.jsonrpc import JsonRpcError
+from mcp_endpoint.engine.listen import Offer
+from mcp_endpoint.engine.protocol import META_CLIENT_CAPABILITIES
+from mcp_endpoint.engine.session_requests import check_declared
+from mcp_endpoint.engine.tool_errors import ClientRequestError
+from mcp_endpoint.engine.tools import Caller, ClientRequest, ClientRequester, ToolContext
+from mcp_endpoint.models import McpTask
+
+logger = logging.getLogger(__name__)
+
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+POLL_INTERVAL_MS = 500  # what a client is told to wait between two `tasks/get`
+ANSWER_POLL_SECONDS = 0.2  # how often the work looks for `tasks/update`'s answers
+
+# The work of the tasks this process runs, by task id (kept so that it is not collected, and
+# so that `tasks/cancel` reaching this process stops it at once).
+_running: dict[str, asyncio.Task[None]] = {}
+
+
+def declares_tasks(capabilities: Any) -> bool:
+    """Whether client capabilities name the extension (under `extensions`)."""
+    extensions = capabilities.get("extensions") if isinstance(capabilities, dict) else None
+    return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
+
+
+def request_declares_tasks(params: dict[str, Any]) -> bool:
+    """A request's own opt-in (SEP-2575): the extension in its `_meta` client capabilities."""
+    meta = params.get("_meta")
+    return isinstance(meta, dict) and declares_tasks(meta.get(META_CLIENT_CAPABILITIES))
+
+
+def missing_tasks_error(what: str) -> JsonRpcError:
+    """-32021, naming the extension as the capability the client must declare."""
+    return JsonRpcError(
+        jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY,
+        f"Missing required client capability: {what} needs the '{TASKS_EXTENSION}' extension",
+        {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
+    )
+
+
+def owner_of(caller: Caller) -> str:
+    """Whose a task is: the token's key id, or the caller itself where there is no token."""
+    return f"token:{caller.rate_key}" if caller.rate_key else f"{caller.interface}:{caller.actor}"
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _ttl_ms() -> int:
+    return int(settings.MCP_TASK_TTL_SECONDS * 1000)
+
+
+def task_fields(task: McpTask) -> dict[str, Any]:
+    """The extension's `Task`: what `CreateTaskResult` and `tasks/get` both carry."""
+    return {
+        "taskId": task.task_id,
+        "status": task.status,
+        "createdAt": _iso(task.created_at),
+        "lastUpdatedAt": _iso(task.updated_at),
+        "ttlMs": _ttl_ms(),
+        "pollIntervalMs": POLL_INTERVAL_MS,
+    }
+
+
+def detailed_task(task: McpTask) -> dict[str, Any]:
+    """`tasks/get`'s answer: the task, with its questions, result or error inlined."""
+    answer = {"resultType": "complete", **task_fields(task)}
+    if task.status == McpTask.INPUT_REQUIRED:
+        answer["inputRequests"] = task.input_requests
+    elif task.status == McpTask.COMPLETED and task.result is not None:
+        answer["result"] = task.result
+    elif task.status == McpTask.FAILED and task.error is not None:
+        answer["error"] = task.error
+    return answer
+
+
+def _unknown(task_id: Any) -> JsonRpcError:
+    return JsonRpcError(jsonrpc.INVALID_PARAMS, f"Invalid params: unknown task {task_id!r}")
+
+
+def task_id_of(params: dict[str, Any]) -> str:
+    task_id = params.get("taskId")
+    if not isinstance(task_id, str) or not task_id:
+        raise JsonRpcError(jsonrpc.INVALID_PARAMS, "Invalid params: 'taskId' (a string) is required")
+    return task_id
+
+
+async def create(caller: Caller, tool: str) -> McpTask:
+    """Save a new working task (and drop the expired ones): only then may it be announced."""
+    now = timezone.now()
+    await McpTask.objects.filter(expires_at__lt=now).adelete()
+    return await McpTask.objects.acreate(
+        task_id=secrets.token_urlsafe(16),
+        owner=owner_of(caller),
+        tool=tool,
+        expires_at=now + timedelta(seconds=settings.MCP_TASK_TTL_SECONDS),
+    )
+
+
+async def active_count(caller: Caller) -> int:
+    """How many of the caller's tasks are still working or waiting on it."""
+    return await McpTask.objects.filter(
+        owner=owner_of(caller), status__in=McpTask.ACTIVE, expires_at__gt=timezone.now()
+    ).acount()
+
+
+async def get(caller: Caller, task_id: str) -> McpTask:
+    """The caller's live task `task_id`; -32602 when there is none (or it is another's)."""
+    task = await McpTask.objects.filter(
+        task_id=task_id, owner=owner_of(caller), expires_at__gt=timezone.now()
+    ).afirst()
+    if task is None:
+        raise _unknown(task_id)
+    return task
+
+
+async def own_live(caller: Caller, task_ids: Sequence[str]) -> list[str]:
+    """Those of `task_ids` that are the caller's live tasks, in the order asked."""
+    own = {
+        task_id
+        async for task_id in McpTask.objects.filter(
+            task_id__in=task_ids, owner=owner_of(caller), expires_at__gt=timezone.now()
+        ).values_list("task_id", flat=True)
+    }
+    return [task_id for task_id in dict.fromkeys(task_ids) if task_id in own]
+
+
+async def watch(caller: Caller, task_ids: Sequence[str], offer: Offer) -> None:
+    """Status notifications for a `subscriptions/listen` stream (`notifications/tasks`, each the
+    task as `tasks/get` shows it then): the tasks are read every `pollIntervalMs`, whichever
+    process changes them, and each change is offered once; it ends when they are all over
+    (or gone)."""
+    offered: dict[str, tuple[str, datetime]] = {}
+    watched = list(task_ids)
+    while watched:
+        tasks = [t async for t in McpTask.objects.filter(task_id__in=watched, owner=owner_of(caller))]
+        watched = []
+        for task in tasks:
+            state = (task.status, task.updated_at)
+            if offered.get(task.task_id) != state and offer("notifications/tasks", _notification(task)):
+                offered[task.task_id] = state
+            if task.status in McpTask.ACTIVE or offered.get(task.task_id) != state:
+                watched.append(task.task_id)
+        if watched:
+            await asyncio.sleep(POLL_INTERVAL_MS / 1000)
+
+
+def _notification(task: McpTask) -> dict[str, Any]:
+    params = detailed_task(task)
+    del params["resultType"]
+    return params
+
+
+async def cancel(caller: Caller, task_id: str) -> None:
+    """Mark the caller's task cancelled (a finished one stays as it is) and stop its work if
+    this process runs it; elsewhere the work finds out at its next question and its result
+    is not kept."""
+    task = await get(caller, task_id)
+    await McpTask.objects.filter(pk=task.pk, status__in=McpTask.ACTIVE).aupdate(
+        status=McpTask.CANCELLED, input_requests={}, input_responses={}, updated_at=timezone.now()
+    )
+    work = _running.get(task_id)
+    if work is not None:
+        work.cancel()
+
+
+def _update_sync(owner: str, task_id: str, responses: dict[str, Any]) -> bool:
+    with transaction.atomic():
+        task = (
+            McpTask.objects.select_for_update()
+            .filter(task_id=task_id, owner=owner, expires_at__gt=timezone.now())
+            .first()
+        )
+        if task is None:
+            return False
+        if task.status != McpTask.INPUT_REQUIRED:
+            return True  # nothing is asked: answers to nothing are ignored
+        answered = {key: value for key, value in responses.items() if key in task.input_requests}
+        task.input_responses = {**task.input_responses, **answered}
+        task.input_requests = {k: v for k, v in task.input_requests.items() if k not in answered}
+        if not task.input_requests:
+            task.status = McpTask.WORKING
+        task.save(update_fields=["input_responses", "input_requests", "status", "updated_at"])
+        return True
+
+
+async def update(caller: Caller, task_id: str, responses: Any) -> None:
+    """`tasks/update`: answers to some or all of the questions the task waits on (keys it did
+    not ask are ignored); the task works again once every question is answered."""
+    if not isinstance(responses, dict) or not all(isinstance(v, dict) for v in responses.values()):
+        raise JsonRpcError(
+            jsonrpc.INVALID_PARAMS, "Invalid params: 'inputResponses' must map keys to result objects"
+        )
+    if not await sync_to_async(_update_sync)(owner_of(caller), task_id, responses):
+        raise _unknown(task_id)
+
+
+async def _finish(task_id: str, **fields: Any) -> None:
+    """The work's outcome, kept unless the task was cancelled (or expired) meanwhile; the
+    client's answers are not kept past the work that needed them."""
+    await McpTask.objects.filter(pk=task_id, status__in=McpTask.ACTIVE).aupdate(
+        input_requests={}, input_responses={}, updated_at=timezone.now(), **fields
+    )
+
+
+def asker(task_id: str, declared: dict[str, Any]) -> ClientRequester:
+    """A task's way of asking its client (`ToolContext.send_request`): the questions are put
+    on the task (`input_required`, with server-minted keys), and the work waits for
+    `tasks/update` to answer them all, up to MCP_CLIENT_REQUEST_TIMEOUT_SECONDS."""
+
+    async def ask(requests: Sequence[ClientRequest]) -> list[dict[str, Any]]:
+        check_declared(requests, declared)
+        keys = [f"{request.key or 'input'}-{secrets.token_hex(4)}" for request in requests]
+        asked = {key: {"method": r.method, "params": r.params} for key, r in zip(keys, requests, strict=True)}
+        await McpTask.objects.filter(pk=task_id, status__in=McpTask.ACTIVE).aupdate(
+            status=McpTask.INPUT_REQUIRED, input_requests=asked, updated_at=timezone.now()
+        )
+        deadline = time.monotonic() + settings.MCP_CLIENT_REQUEST_TIMEOUT_SECONDS
+        while time.monotonic() < deadline:
+            task = await McpTask.objects.filter(pk=task_id).afirst()
+            if task is None or task.status not in McpTask.ACTIVE:
+                raise ClientRequestError("The task was cancelled while it waited for the client")
+            if all(key in task.input_responses for key in keys):
+                return [task.input_responses[key] for key in keys]
+            await asyncio.sleep(ANSWER_POLL_SECONDS)
+        raise ClientRequestError("The client did not answer the task's question in time")
+
+    return ask
+
+
+class Route:
+    """Where a call that may become a task (`ToolContext.continue_as_task`) sends its
+    questions, progress and logs: to the request, then, once it is a task, its questions to
+    the task and nothing else anywhere (the request's stream is over)."""
+
+    def __init__(self, request_ctx: ToolContext) -> None:
+        self.request_ctx = request_ctx
+        self.task_asker: ClientRequester | None = None
+
+    def to_task(self, task_id: str, declared: dict[str, Any]) -> None:
+        self.task_asker = asker(task_id, declared)
+
+    def context(self, hand_off: Callable[[], Awaitable[None]]) -> ToolContext:
+        return replace(
+            self.request_ctx,
+            send_request=self.ask,
+            send_progress=self.progress,
+            send_log=self.log,
+            send_handoff=hand_off,
+        )
+
+    async def ask(self, requests: Sequence[ClientRequest]) -> list[dict[str, Any]]:
+        if self.task_asker is not None:
+            return await self.task_asker(requests)
+        return await self.request_ctx.send_request(requests)
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        if self.task_asker is None:
+            await self.request_ctx.send_progress(progress, total, message)
+
+    async def log(self, level: str, data: Any, logger: str | None) -> None:
+        if self.task_asker is None:
+            await self.request_ctx.send_log(level, data, logger)
+
+
+def start(task_id: str, work: Awaitable[dict[str, Any]]) -> None:
+    """Run a task's work (a coroutine giving the tool's MCP result, or raising JsonRpcError
+    for a protocol-level failure) in this process, keeping its outcome on the task."""
+
+    async def run() -> None:
+        try:
+            result = await work
+        except asyncio.CancelledError:
+            return  # `tasks/cancel` marked it already
+        except JsonRpcError as failure:
+            await _finish(task_id, status=McpTask.FAILED, error=failure.as_error())
+        except Exception:
+            logger.exception("task %s failed", task_id)
+            internal = JsonRpcError(jsonrpc.INTERNAL_ERROR, "Internal error")
+            await _finish(task_id, status=McpTask.FAILED, error=internal.as_error())
+        else:
+            await _finish(task_id, status=McpTask.COMPLETED, result=result)
+        finally:
+            _running.pop(task_id, None)
+
+    _running[task_id] = asyncio.ensure_future(run())
