@@ -146,6 +146,17 @@ def daphne_process(live_env):
 
 
 @pytest.fixture
+def tasks_worker(live_env, tmp_path):
+    """`manage.py tasks_worker` over the test database, as a deployment runs long work beside
+    bare daphne (request it after any fixture that changes `live_env`)."""
+    from tests.mqtt_support import Process
+
+    worker = Process(["tasks_worker"], live_env, tmp_path / "tasks_worker.log")
+    yield worker
+    worker.stop()
+
+
+@pytest.fixture
 def second_daphne(live_env):
     """Another daphne process over the same database (its own memory, its own caches)."""
     yield from _daphne(live_env)

@@ -302,7 +302,9 @@ def fel_env(live_env, tmp_path, settings):
     return root
 
 
-def test_upload_a_batch_watch_it_reload_and_download(fel_env, daphne_server, owner, browser, tmp_path):
+def test_upload_a_batch_watch_it_reload_and_download(
+    fel_env, daphne_server, tasks_worker, owner, browser, tmp_path
+):
     from fel.models import BatchJob, Invoice
     from tests.fel_support import BROKEN, LONG_SAMPLE, REAL
 
