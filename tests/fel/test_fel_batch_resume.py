@@ -1,7 +1,8 @@
 """A batch outlives the process running it: posted over REST to a real `serve`, whose process is
 killed (SIGKILL) mid-batch, it is resumed by another tasks worker and ends with every file
 processed exactly once (one outcome row and one audit event per file): the next `serve`, or the
-deployment's shape, bare daphne beside `manage.py tasks_worker`."""
+deployment's shape, bare daphne beside `manage.py tasks_worker`; with the queue in the database
+and on RQ (Redis)."""
 
 import signal
 import time
@@ -31,14 +32,23 @@ def poll(base: str, token: str, job_id: int, until, timeout: float) -> dict:
         time.sleep(0.05)
 
 
+@pytest.fixture(params=["database", "rq"])
+def queue_env(request, live_env) -> dict[str, str]:
+    """The hub's environment with its tasks queue: in the database, or on RQ in a Redis database
+    of the test's own (so that passes running side by side never share a queue)."""
+    if request.param == "database":
+        return {**live_env, "TASKS_BACKEND": "database"}
+    return {**live_env, "TASKS_BACKEND": "rq", "TASKS_REDIS_URL": request.getfixturevalue("redis_url")}
+
+
 @pytest.mark.parametrize("resumed_by", ["serve", "tasks_worker"])
 def test_a_batch_killed_mid_way_resumes_on_another_worker_once_per_file(
-    live_env, make_token, tmp_path, resumed_by
+    queue_env, make_token, tmp_path, resumed_by
 ):
     root = tmp_path / "data"
     root.mkdir()
     env = {
-        **live_env,
+        **queue_env,
         "FEL_ROOT": str(root),
         "FEL_OUTPUT_DIR": "out",
         "FEL_BATCH_WORKERS": "1",  # in the task's own process: the SIGKILL takes the whole batch
@@ -79,6 +89,7 @@ def test_a_batch_killed_mid_way_resumes_on_another_worker_once_per_file(
         if worker is not None:
             assert worker.stop(signal.SIGTERM) == 0, worker.output()  # idle: it ends at once
             assert f"FEL batch job {job_id}" in worker.output()  # it said it resumed the batch
+            assert f"({env['TASKS_BACKEND']} queue)" in worker.output()
     finally:
         if worker is not None:
             worker.stop()
