@@ -25,6 +25,7 @@ from django.utils.crypto import get_random_string
 from django_rq.queues import get_queues
 from django_tasks_db.management.commands.db_worker import Worker
 from django_tasks_rq import Job
+from redis import RedisError
 from rq import SimpleWorker
 from rq.timeouts import TimerDeathPenalty
 
@@ -79,14 +80,14 @@ class TasksWorker:
         self.backend.stop()
 
     def _run_tasks(self) -> None:
-        """The backend's worker loop, started again after a database error."""
+        """The backend's worker loop, started again after a database or Redis error."""
         try:
             while not self.stopped.is_set():
                 try:
                     self.backend.run_in_thread(self.stopped)
                     return
-                except DatabaseError:
-                    logger.warning("tasks worker: database error; retrying", exc_info=True)
+                except (DatabaseError, RedisError):
+                    logger.warning("tasks worker: queue unreachable; retrying", exc_info=True)
                     self.stopped.wait(5)
         finally:
             connections.close_all()  # this thread's own connections
@@ -138,26 +139,29 @@ class _UnforkedRQWorker(SimpleWorker):
 
 class _RQWorker:
     def __init__(self, worker_id: str, interval: float) -> None:
-        queues = get_queues(*sorted(settings.TASKS["default"]["QUEUES"]), job_class=Job)
-        self.worker = _UnforkedRQWorker(
-            queues, connection=queues[0].connection, job_class=Job, name=worker_id
-        )
+        self.worker_id = worker_id
         self.wait = max(1, round(interval))  # RQ waits on Redis in whole seconds
+
+    def _worker(self) -> _UnforkedRQWorker:
+        """A new RQ worker (its making asks Redis, so it is made when it runs)."""
+        queues = get_queues(*sorted(settings.TASKS["default"]["QUEUES"]), job_class=Job)
+        return _UnforkedRQWorker(queues, connection=queues[0].connection, job_class=Job, name=self.worker_id)
 
     def run(self) -> None:
         connections.close_all()  # none opened here is kept across tasks
-        self.worker.work(with_scheduler=False)
+        self._worker().work(with_scheduler=False)
 
     def run_in_thread(self, stopped: threading.Event) -> None:
         """RQ's work loop, but for its signal handlers: take a task, run it, until stopped."""
-        self.worker.bootstrap()
+        worker = self._worker()
+        worker.bootstrap()
         try:
             while not stopped.is_set():
-                taken = self.worker.dequeue_job_and_maintain_ttl(self.wait)
+                taken = worker.dequeue_job_and_maintain_ttl(self.wait)
                 if taken is not None:
-                    self.worker.execute_job(*taken)
+                    worker.execute_job(*taken)
         finally:
-            self.worker.teardown()
+            worker.teardown()
 
     def stop(self) -> None:
         """`run` stops on its signal; `run_in_thread` at its next look at the queue."""
