@@ -157,7 +157,7 @@ class _RQWorker:
         worker.bootstrap()
         try:
             while not stopped.is_set():
-                taken = worker.dequeue_job_and_maintain_ttl(self.wait)
+                taken = worker.dequeue_job_and_maintain_ttl(self.wait, max_idle_time=self.wait)  # None: idle
                 if taken is not None:
                     worker.execute_job(*taken)
         finally:

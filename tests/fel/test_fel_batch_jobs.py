@@ -12,11 +12,13 @@ import pytest
 import redis
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
+from rq import Worker
 
 from audit.models import Event
 from fel.models import BatchJob, Invoice
 from tests.fel_support import BROKEN, REAL, SAT_SAMPLE, make_root
 from tests.home.test_api_home import bearer
+from tests.mqtt_support import wait_until
 
 
 @pytest.fixture
@@ -185,6 +187,9 @@ def test_a_batch_runs_in_the_background(request, transactional_db, client, fel_r
         assert job["state"] in {"queued", "running"} and time.monotonic() < deadline
         time.sleep(0.1)
     worker.stop()
+    if queue == "rq":  # it has left the queue (RQ's register of workers), never to take another task
+        connection = redis.Redis.from_url(settings.RQ_QUEUES["default"]["URL"])
+        wait_until(lambda: not Worker.all(connection=connection), timeout=10, what="the worker gone")
     assert job["done"] == len(REAL) and job["invalid"] == 0 and len(job["files"]) == len(REAL)
 
 
