@@ -15,6 +15,10 @@ task keeps a heartbeat in its job (`updated_at`, every third of TASKS_LEASE_SECO
 silent for longer than the lease to a new task. Each file's `BatchJobFile` row is committed
 with its invoice and audit event, and a resumed task skips the files that have one: every file
 is processed once, however often the batch is resumed.
+
+On the database backend a task is queued in the transaction that makes (or releases) its job;
+on RQ (TASKS_BACKEND=rq) only after it commits, since a worker could otherwise take the task
+from Redis before its job is visible and find nothing to claim.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import logging
 import secrets
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Protocol
 
@@ -32,6 +36,7 @@ from django.db import DatabaseError, connections, transaction
 from django.db.models import Q
 from django.utils import timezone
 from django_tasks import TaskContext, task
+from django_tasks_rq import RQBackend
 
 from audit.services import record_event
 from fel import services
@@ -54,13 +59,35 @@ class Upload(Protocol):
 
 
 def start_job(uploads: Sequence[Upload], *, actor: str, interface: str) -> BatchJob:
-    """Keep the uploads under FEL_ROOT, record a queued job and enqueue its task, in one
-    transaction (with the database backend, a worker sees the task and its job together); the
-    job as accepted."""
-    with transaction.atomic():
-        job = create_job(uploads, actor=actor, interface=interface)
+    """Keep the uploads under FEL_ROOT, record a queued job and enqueue its task; the job as
+    accepted. With the database backend, in one transaction (a worker sees the task and its job
+    together); with a queue outside the database (RQ), once the job is committed, a failure to
+    enqueue failing the job."""
+    if not _queue_outside_database():
+        with transaction.atomic():
+            job = create_job(uploads, actor=actor, interface=interface)
+            run_batch_job.enqueue(job.pk)
+        return job
+    job = create_job(uploads, actor=actor, interface=interface)
+    try:
         run_batch_job.enqueue(job.pk)
+    except Exception:
+        now = timezone.now()
+        BatchJob.objects.filter(pk=job.pk, state=BatchJob.State.QUEUED).update(
+            state=BatchJob.State.FAILED, error=_NOT_QUEUED, finished_at=now, updated_at=now
+        )
+        raise
     return job
+
+
+_NOT_QUEUED = "No se pudo encolar el lote (cola de tareas inaccesible); vuelva a subirlo."
+
+
+def _queue_outside_database() -> bool:
+    """Whether the tasks queue lies outside the hub's database (RQ on Redis): a task queued
+    there inside a transaction could be taken before the transaction commits and find no job
+    to claim, so it is queued only after the commit."""
+    return isinstance(run_batch_job.get_backend(), RQBackend)
 
 
 def create_job(uploads: Sequence[Upload], *, actor: str, interface: str) -> BatchJob:
@@ -162,19 +189,38 @@ def resume_abandoned() -> list[int]:
     them one hands it over."""
     resumed = []
     stale = timezone.now() - lease()
-    for job_id, old_task in BatchJob.objects.filter(
+    after_commit = _queue_outside_database()
+    for job_id, old_task, silent_since in BatchJob.objects.filter(
         state=BatchJob.State.RUNNING, updated_at__lt=stale
-    ).values_list("pk", "task_id"):
+    ).values_list("pk", "task_id", "updated_at"):
         with transaction.atomic():
             released = BatchJob.objects.filter(
                 pk=job_id, state=BatchJob.State.RUNNING, task_id=old_task, updated_at__lt=stale
             ).update(task_id="", state=BatchJob.State.QUEUED, updated_at=timezone.now())
-            if released:
+            if released and not after_commit:
                 run_batch_job.enqueue(job_id)
+        if released and after_commit and not _enqueue_released(job_id, old_task, silent_since):
+            continue
         if released:
             logger.warning("FEL batch job %s: task %s went silent; resumed in a new task", job_id, old_task)
             resumed.append(job_id)
     return resumed
+
+
+def _enqueue_released(job_id: int, old_task: str, silent_since: datetime) -> bool:
+    """Enqueue a new task for a job just released; when the queue refuses it, give the job back
+    to its dead task as it was, for the next look to try again."""
+    try:
+        run_batch_job.enqueue(job_id)
+    except Exception:
+        logger.warning(
+            "FEL batch job %s: could not queue its resumption; retrying later", job_id, exc_info=True
+        )
+        BatchJob.objects.filter(pk=job_id, state=BatchJob.State.QUEUED, task_id="").update(
+            state=BatchJob.State.RUNNING, task_id=old_task, updated_at=silent_since
+        )
+        return False
+    return True
 
 
 class _Superseded(Exception):

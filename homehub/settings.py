@@ -10,6 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -337,10 +338,26 @@ HUB_URL = os.environ.get("HUB_URL", "").strip()
 NOTIFY_URLS = os.environ.get("NOTIFY_URLS", "").replace(",", " ").split()
 
 # --- Long work (Django's Tasks framework, the django-tasks backport) --------------------------
-# FEL batches run as tasks on the database backend: queued in the hub's own database, run by
-# any tasks worker (`serve` runs one unless TASKS_IN_PROCESS=0; `manage.py tasks_worker` runs
-# one on its own), so a batch outlives the process that received it.
-TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default"]}}
+# FEL batches run as tasks, run by any tasks worker (`serve` runs one unless TASKS_IN_PROCESS=0;
+# `manage.py tasks_worker` runs one on its own), so a batch outlives the process that received
+# it. The queue: TASKS_BACKEND=database (the default: the hub's own database, nothing more to
+# run) or TASKS_BACKEND=rq (RQ on Redis, through django-tasks-rq and django-rq: TASKS_REDIS_URL,
+# by default REDIS_URL). Never chosen by REDIS_URL alone: tasks already queued in the other
+# backend would wait for ever (docs/DEPLOY.md says how to switch).
+TASKS_BACKEND = os.environ.get("TASKS_BACKEND", "database").strip().lower()
+TASKS_REDIS_URL = os.environ.get("TASKS_REDIS_URL", "") or REDIS_URL
+if TASKS_BACKEND == "database":
+    TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default"]}}
+elif TASKS_BACKEND == "rq":
+    if not TASKS_REDIS_URL:
+        raise ImproperlyConfigured("TASKS_BACKEND=rq needs Redis: set TASKS_REDIS_URL or REDIS_URL")
+    INSTALLED_APPS.append("django_rq")
+    TASKS = {"default": {"BACKEND": "django_tasks_rq.RQBackend", "QUEUES": ["default"]}}
+    # No time limit (RQ's default kills a job after 180 s): a batch takes as long as its files,
+    # and one whose worker died is resumed after TASKS_LEASE_SECONDS instead.
+    RQ_QUEUES = {"default": {"URL": TASKS_REDIS_URL, "DEFAULT_TIMEOUT": -1}}
+else:
+    raise ImproperlyConfigured(f"TASKS_BACKEND={TASKS_BACKEND!r}: use database or rq")
 TASKS_IN_PROCESS = env_bool("TASKS_IN_PROCESS", True)
 # A running batch whose task has been silent this long (its heartbeat comes every third of
 # it) counts as abandoned by a worker that died, and a tasks worker resumes it.

@@ -9,13 +9,16 @@ from datetime import timedelta
 from unittest.mock import ANY
 
 import pytest
+import redis
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
+from rq import Worker
 
 from audit.models import Event
 from fel.models import BatchJob, Invoice
 from tests.fel_support import BROKEN, REAL, SAT_SAMPLE, make_root
 from tests.home.test_api_home import bearer
+from tests.mqtt_support import wait_until
 
 
 @pytest.fixture
@@ -157,11 +160,21 @@ def test_rest_refuses_too_many_files(client, fel_root, settings):
     assert response.status_code == 413 and "at most 2" in response.json()["detail"]
 
 
-def test_a_batch_runs_in_the_background(transactional_db, client, fel_root, settings):
-    """Without the inline fixture: a tasks worker (as `serve` runs one) takes the job from the
-    database queue while the caller polls."""
+def rq_queue(settings, url: str) -> None:
+    """The tasks queue on RQ at `url`, as TASKS_BACKEND=rq configures it."""
+    settings.TASKS_BACKEND = "rq"
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_rq.RQBackend", "QUEUES": ["default"]}}
+    settings.RQ_QUEUES = {"default": {"URL": url, "DEFAULT_TIMEOUT": -1}}
+
+
+@pytest.mark.parametrize("queue", ["database", "rq"])
+def test_a_batch_runs_in_the_background(request, transactional_db, client, fel_root, settings, queue):
+    """Without the inline fixture: a tasks worker (as `serve` runs one, in a thread) takes the
+    job from the queue, in the database or on RQ, while the caller polls."""
     from homehub.tasks_worker import TasksWorker
 
+    if queue == "rq":
+        rq_queue(settings, request.getfixturevalue("redis_url"))
     settings.FEL_BATCH_WORKERS = 1
     worker = TasksWorker(interval=0.1)
     worker.start()
@@ -174,6 +187,9 @@ def test_a_batch_runs_in_the_background(transactional_db, client, fel_root, sett
         assert job["state"] in {"queued", "running"} and time.monotonic() < deadline
         time.sleep(0.1)
     worker.stop()
+    if queue == "rq":  # it has left the queue (RQ's register of workers), never to take another task
+        connection = redis.Redis.from_url(settings.RQ_QUEUES["default"]["URL"])
+        wait_until(lambda: not Worker.all(connection=connection), timeout=10, what="the worker gone")
     assert job["done"] == len(REAL) and job["invalid"] == 0 and len(job["files"]) == len(REAL)
 
 
@@ -203,3 +219,24 @@ def test_a_batch_whose_worker_died_is_resumed_once_without_its_files_done(fel_ro
         p.name for p in REAL[:3]
     }
     assert batch_jobs.resume_abandoned() == []  # finished: nothing to resume
+
+
+def test_a_batch_redis_refuses_fails_and_a_resumption_it_refuses_waits(transactional_db, fel_root, settings):
+    """On RQ with Redis unreachable: a new batch fails at once with a clear error (never queued
+    with no task behind it); a stale one stays with its dead task, to be resumed at a later look."""
+    from fel import batch_jobs
+    from tests.conftest import free_port
+
+    rq_queue(settings, f"redis://127.0.0.1:{free_port()}/0")  # nothing listens there
+    with pytest.raises(redis.ConnectionError):
+        batch_jobs.start_job([upload(REAL[0])], actor="boss", interface="rest")
+    job = BatchJob.objects.get()
+    assert job.state == "failed" and "No se pudo encolar" in job.error and job.finished_at
+
+    silent_since = timezone.now() - timedelta(minutes=5)
+    BatchJob.objects.filter(pk=job.pk).update(
+        state="running", task_id="dead", error="", finished_at=None, updated_at=silent_since
+    )
+    assert batch_jobs.resume_abandoned() == []
+    job.refresh_from_db()
+    assert (job.state, job.task_id, job.updated_at) == ("running", "dead", silent_since)

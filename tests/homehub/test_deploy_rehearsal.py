@@ -37,13 +37,18 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
+import redis
+from rq import Worker
 
 from devices.mqtt.models import MqttWorker
 from devices.telemetry.models import TelemetryReading
+from fel.models import BatchJob
 from tests.deploy_support import DEPLOY, DOCS, ROOT, commands, env_example, section, unit
+from tests.fel_support import REAL
 from tests.mcp_endpoint.test_mcp_http import sse_messages
 from tests.mqtt_support import MOSQUITTO, wait_until
 
@@ -372,6 +377,7 @@ def hub_env(rehearsal: Rehearsal, base: dict[str, str], redis_url: str) -> dict[
     env.update(
         DATABASE_URL=base["DATABASE_URL"],
         REDIS_URL=redis_url,
+        TASKS_REDIS_URL=env["TASKS_REDIS_URL"].replace(":6379/", f":{urlsplit(redis_url).port}/"),
         DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
         MQTT_URL=env["MQTT_URL"].replace(":1883", f":{rehearsal.port}"),
         MQTT_PASSWORD=rehearsal.passwords[env["MQTT_USERNAME"]],
@@ -423,7 +429,7 @@ def test_the_documented_deployment_comes_up_and_works(live_env, tmp_path):
 
         env = hub_env(rehearsal, live_env, rehearsal.start_redis())
         one_off = {k: v for k, v in env.items() if k != "PROMETHEUS_MULTIPROC_DIR"}  # as DEPLOY.md says
-        created = manage(one_off, "create_mcp_token", "claude", "--scopes", "read,control,devices")
+        created = manage(one_off, "create_mcp_token", "claude", "--scopes", "read,control,devices,fel")
         assert created.returncode == 0, created.stderr
         token = created.stdout.strip().splitlines()[-1]
 
@@ -488,6 +494,24 @@ def test_the_documented_deployment_comes_up_and_works(live_env, tmp_path):
         assert not called.get("isError"), called
         assert "LED color set to (0, 128, 255)" in called["content"][0]["text"]
 
+        # The long work: a batch uploaded over REST, queued as the example says (RQ on Redis) and
+        # run by the tasks unit.
+        assert env["TASKS_BACKEND"] == "rq"
+        tasks = rehearsal.spawn(
+            rehearsal.unit_command("homehub-tasks.service", "ExecStart", ""), env, "tasks"
+        )
+        https = {"authorization": f"Bearer {token}", "x-forwarded-proto": "https"}
+        xml = [("files", (p.name, p.read_bytes(), "application/xml")) for p in REAL[:2]]
+        posted = httpx.post(base + "/api/invoices/batches", files=xml, headers=https, timeout=30)
+        assert posted.status_code == 202, posted.text
+        wait_until(
+            lambda: BatchJob.objects.get(pk=posted.json()["id"]).state == "done" or tasks.poll() is not None,
+            timeout=60,
+            what="the batch done by the tasks worker",
+        )
+        assert BatchJob.objects.get(pk=posted.json()["id"]).done == 2
+        assert Worker.all(connection=redis.Redis.from_url(env["TASKS_REDIS_URL"]))  # RQ's, on its Redis
+
         full = httpx.get(base + "/healthz?full=1", headers={"x-forwarded-proto": "https"}, timeout=10)
         assert full.status_code == 200, full.text
         assert json.loads(full.text)["checks"]["mqtt"] == {"ok": True, "state": "connected"}
@@ -502,6 +526,6 @@ def test_the_documented_deployment_comes_up_and_works(live_env, tmp_path):
     finally:
         exits = rehearsal.stop()
         notifications.close()
-    assert dict(exits) == {"agent": 0, "worker": 0, "daphne": 0, "redis": 0, "mosquitto": 0}, (
+    assert dict(exits) == {"tasks": 0, "agent": 0, "worker": 0, "daphne": 0, "redis": 0, "mosquitto": 0}, (
         f"{exits}\n{rehearsal.logs()}"
     )

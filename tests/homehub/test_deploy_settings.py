@@ -56,6 +56,14 @@ def test_runs_with_embedded_defaults():
     assert done.returncode == 0, done.stderr
 
 
+def test_a_tasks_queue_it_cannot_have_stops_the_hub_at_start():
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "TASKS_", "REDIS_URL"))}
+    unknown = manage({**env, "TASKS_BACKEND": "celery"}, "check")
+    assert unknown.returncode != 0 and "TASKS_BACKEND='celery': use database or rq" in unknown.stderr
+    no_redis = manage({**env, "TASKS_BACKEND": "rq"}, "check")
+    assert no_redis.returncode != 0 and "set TASKS_REDIS_URL or REDIS_URL" in no_redis.stderr
+
+
 def test_production_hub_serves_hashed_compressed_static_files_and_secure_headers(live_env, tmp_path):
     env = production_env(
         live_env, DJANGO_STATIC_ROOT=str(tmp_path / "static"), DJANGO_ALLOWED_HOSTS="127.0.0.1"

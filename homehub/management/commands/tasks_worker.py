@@ -1,5 +1,6 @@
 from argparse import ArgumentParser
 
+from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from homehub.tasks_worker import TasksWorker
@@ -8,10 +9,11 @@ from homehub.tasks_worker import TasksWorker
 class Command(BaseCommand):
     help = (
         "Run the hub's long work (FEL batches, as tasks of Django's Tasks framework), as `serve` "
-        "does in its own process unless TASKS_IN_PROCESS=0: the database backend's worker "
-        "(`db_worker`) plus the resumption of batches whose worker died. Runs until stopped "
-        "(SIGTERM lets the task running finish; a second one ends it, to be resumed); several "
-        "may run: each task is claimed by one of them."
+        "does in its own process unless TASKS_IN_PROCESS=0: the worker of the configured "
+        "backend (TASKS_BACKEND: the database's, as `db_worker`, or RQ's, as `rqworker`) plus "
+        "the resumption of batches whose worker died. Runs until stopped (SIGTERM lets the task "
+        "running finish; a second one ends it, to be resumed); several may run: each task is "
+        "claimed by one of them."
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
@@ -22,10 +24,8 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, worker_id: str, interval: float, **options: object) -> None:
         tasks = TasksWorker(worker_id=worker_id, interval=interval)
-        self.stderr.write(f"Tasks worker {tasks.worker_id}: running tasks; Ctrl-C to stop.")
+        self.stderr.write(
+            f"Tasks worker {tasks.worker_id} ({settings.TASKS_BACKEND} queue): running tasks; Ctrl-C to stop."
+        )
         tasks.start_recovery()
-        tasks.worker.configure_signals()
-        try:
-            tasks.worker.run()
-        finally:
-            tasks.stop()
+        tasks.run()
