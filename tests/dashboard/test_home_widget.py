@@ -81,8 +81,9 @@ def test_without_the_read_scope_there_is_neither_view_nor_tool(home):
     assert called["error"]["data"] == {"requiredScope": "read"}
 
 
-def test_a_server_whose_apps_declare_no_extension_advertises_none(db):
+def test_a_server_whose_apps_declare_no_ui_advertises_only_the_engines_own_extensions(db):
     async def scenario():
         return (await Peer(tools=ToolRegistry()).initialize())["result"]["capabilities"]
 
-    assert "extensions" not in run(scenario)
+    # The tasks extension is the engine's own; the MCP Apps one only where an app declares it.
+    assert set(run(scenario)["extensions"]) == {"io.modelcontextprotocol/tasks"}
