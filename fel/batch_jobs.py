@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import secrets
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Protocol
@@ -40,11 +40,11 @@ from django_tasks_rq import RQBackend
 
 from audit.services import record_event
 from fel import services
-from fel.batch import ManifestEntry
+from fel.batch import ManifestEntry, xml_files
 from fel.config import output_dir
 from fel.errors import FelError
 from fel.models import BatchJob, BatchJobFile
-from fel.paths import display_path, fel_root, writable_dir
+from fel.paths import display_path, existing_dir, fel_root, writable_dir
 from fel.uploads import UPLOAD_DIR, safe_name
 
 logger = logging.getLogger(__name__)
@@ -60,15 +60,52 @@ class Upload(Protocol):
 
 def start_job(uploads: Sequence[Upload], *, actor: str, interface: str) -> BatchJob:
     """Keep the uploads under FEL_ROOT, record a queued job and enqueue its task; the job as
-    accepted. With the database backend, in one transaction (a worker sees the task and its job
-    together); with a queue outside the database (RQ), once the job is committed, a failure to
-    enqueue failing the job."""
+    accepted."""
+    return _start(lambda: create_job(uploads, actor=actor, interface=interface))
+
+
+def start_folder_job(
+    dir_xml: str,
+    out_dir: str | None,
+    *,
+    actor: str,
+    interface: str,
+    then: Callable[[BatchJob], None] = lambda job: None,
+) -> BatchJob:
+    """A job on a folder already under FEL_ROOT (the `fel_batch` MCP tool called as a task):
+    its PDFs go to `out_dir` (FEL_OUTPUT_DIR by default), as the in-call tool puts them; `then`
+    runs in the transaction that records the job (what links to it is saved with it or not at
+    all). Raises FelError when the folder is not there or the output cannot be written."""
+    root = fel_root()
+    xml_dir = existing_dir(dir_xml, "XML")
+    target = writable_dir(out_dir or output_dir(), "salida")
+
+    def create() -> BatchJob:
+        job = BatchJob.objects.create(
+            folder=_new_folder(),
+            created_by=actor[:150],
+            interface=interface,
+            total=len(xml_files(xml_dir)),
+            xml_dir=str(xml_dir.relative_to(root)),
+            out_dir=str(target.relative_to(root)),
+        )
+        then(job)
+        return job
+
+    return _start(create)
+
+
+def _start(create: Callable[[], BatchJob]) -> BatchJob:
+    """Record a queued job (`create`) and enqueue its task. With the database backend, in one
+    transaction (a worker sees the task and its job together); with a queue outside the
+    database (RQ), once the job is committed, a failure to enqueue failing the job."""
     if not _queue_outside_database():
         with transaction.atomic():
-            job = create_job(uploads, actor=actor, interface=interface)
+            job = create()
             run_batch_job.enqueue(job.pk)
         return job
-    job = create_job(uploads, actor=actor, interface=interface)
+    with transaction.atomic():
+        job = create()
     try:
         run_batch_job.enqueue(job.pk)
     except Exception:
@@ -80,6 +117,21 @@ def start_job(uploads: Sequence[Upload], *, actor: str, interface: str) -> Batch
     return job
 
 
+def cancel_job(job_id: int) -> bool:
+    """Stop a job that is not over: it ends failed ("cancelled") at once, and its task, if one
+    runs it, stops before its next file (the files done stay done, with their invoices);
+    whether it was stopped. Audited as its end, once."""
+    now = timezone.now()
+    with transaction.atomic():
+        ended = BatchJob.objects.filter(
+            pk=job_id, state__in=[BatchJob.State.QUEUED, BatchJob.State.RUNNING]
+        ).update(state=BatchJob.State.FAILED, error=CANCELLED, current="", finished_at=now, updated_at=now)
+        if ended:
+            _audit_end(BatchJob.objects.get(pk=job_id))
+    return bool(ended)
+
+
+CANCELLED = "Lote cancelado por quien lo pidió."
 _NOT_QUEUED = "No se pudo encolar el lote (cola de tareas inaccesible); vuelva a subirlo."
 
 
@@ -90,10 +142,14 @@ def _queue_outside_database() -> bool:
     return isinstance(run_batch_job.get_backend(), RQBackend)
 
 
+def _new_folder() -> str:
+    return f"{timezone.now():%Y%m%d-%H%M%S}-{secrets.token_hex(4)}"
+
+
 def create_job(uploads: Sequence[Upload], *, actor: str, interface: str) -> BatchJob:
     if not uploads:
         raise FelError("Elija al menos un archivo XML.")
-    folder = f"{timezone.now():%Y%m%d-%H%M%S}-{secrets.token_hex(4)}"
+    folder = _new_folder()
     root = fel_root()
     xml_dir = writable_dir(str(root / UPLOAD_DIR / folder), "subida")
     out_dir = writable_dir(str(Path(output_dir()) / UPLOAD_DIR / folder), "salida")
@@ -157,7 +213,7 @@ def _run(job: BatchJob, task_id: str) -> None:
             earlier=recorder.earlier(),
         )
     except _Superseded:
-        logger.warning("FEL batch job %s was handed to another task; task %s stops", job.pk, task_id)
+        logger.warning("FEL batch job %s was cancelled or handed over; task %s stops", job.pk, task_id)
     except FelError as exc:
         done, invalid = recorder.position, recorder.invalid
         _finish(job, task_id, BatchJob.State.FAILED, error=str(exc), done=done, invalid=invalid)
@@ -224,7 +280,8 @@ def _enqueue_released(job_id: int, old_task: str, silent_since: datetime) -> boo
 
 
 class _Superseded(Exception):
-    """The job was handed to another task (this one was taken for dead): stop, record nothing."""
+    """The job was handed to another task (this one was taken for dead), or cancelled: stop,
+    record nothing."""
 
 
 class _Heartbeat:
@@ -256,8 +313,11 @@ class _Heartbeat:
 
 
 def _touch(job_id: int, task_id: str, **fields: object) -> None:
-    """Update the job as its task; raises `_Superseded` when another task holds it now."""
-    held = BatchJob.objects.filter(pk=job_id, task_id=task_id).update(updated_at=timezone.now(), **fields)
+    """Update the job as its task; raises `_Superseded` when another task holds it now, or it
+    was cancelled."""
+    held = BatchJob.objects.filter(pk=job_id, task_id=task_id, state=BatchJob.State.RUNNING).update(
+        updated_at=timezone.now(), **fields
+    )
     if not held:
         raise _Superseded(job_id)
 
@@ -310,15 +370,20 @@ def _finish(job: BatchJob, task_id: str, state: str, **fields: object) -> None:
         if not ended:
             return
         job.refresh_from_db()
-        summary = {"state": job.state, "count": job.done, "invalid": job.invalid}
-        record_event(
-            actor=job.created_by,
-            interface=job.interface,
-            action="fel.batch",
-            target=f"batch:{job.pk}",
-            after=summary | ({"error": job.error} if job.error else {}),
-            broadcast={"kind": "fel_batch", "id": job.pk, **summary},
-        )
+        _audit_end(job)
+
+
+def _audit_end(job: BatchJob) -> None:
+    """The job's end, in the audit trail and on the dashboard's live updates."""
+    summary = {"state": job.state, "count": job.done, "invalid": job.invalid}
+    record_event(
+        actor=job.created_by,
+        interface=job.interface,
+        action="fel.batch",
+        target=f"batch:{job.pk}",
+        after=summary | ({"error": job.error} if job.error else {}),
+        broadcast={"kind": "fel_batch", "id": job.pk, **summary},
+    )
 
 
 def _file_fields(entry: ManifestEntry) -> dict[str, object]:

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from fel import services
+from fel import batch_jobs, selectors, services
 from fel.batch import ManifestEntry
 from fel.errors import FelError
-from fel.paths import display_path
+from fel.models import BatchJob
+from fel.paths import display_path, fel_root
 from mcp_endpoint.auth.scopes import declare_scope
+from mcp_endpoint.engine import tasks_extension
 from mcp_endpoint.engine.registry import registry, tool
+from mcp_endpoint.engine.tasks_extension import Followed
 from mcp_endpoint.engine.tool_errors import ToolError
-from mcp_endpoint.engine.tools import ToolContext
+from mcp_endpoint.engine.tools import ToolContext, ToolResult
+from mcp_endpoint.models import McpTask
 
 declare_scope("fel", "FEL invoices: validate, render and batch them (files under FEL_ROOT)")
 registry.add_instructions(
@@ -123,10 +127,13 @@ def _log_entry(ctx: ToolContext, entry: ManifestEntry) -> None:
         ctx.log_sync("warning", data, logger=LOGGER)
 
 
-# A client that declared MCP's tasks extension gets the batch as a task it follows with tasks/get.
-@tool(scope="fel", idempotent=True, task_support="optional")
-def fel_batch(params: FelBatchInput, ctx: ToolContext) -> FelBatchOutput:
+# A client that declared MCP's tasks extension gets the batch as a task it follows with tasks/get:
+# a batch job on Django's Tasks framework, which outlives the process that took the call.
+@tool(scope="fel", idempotent=True, task_support="optional", output=FelBatchOutput)
+def fel_batch(params: FelBatchInput, ctx: ToolContext) -> FelBatchOutput | ToolResult:
     """Procesa un directorio de XML FEL: un PDF por archivo y un manifest.json con validación y SHA-256."""
+    if ctx.task_id is not None:
+        return _queue_batch(params, ctx, ctx.task_id)
     ctx.log_sync("info", {"message": "Lote iniciado", "dir_xml": params.dir_xml}, logger=LOGGER)
     try:
         outcome = services.run_batch(
@@ -159,3 +166,54 @@ def fel_batch(params: FelBatchInput, ctx: ToolContext) -> FelBatchOutput:
         manifest_path=display_path(outcome.manifest_path),
         invalid=outcome.invalid,
     )
+
+
+BATCH_JOBS = "fel.batch"  # the kind of job a task of `fel_batch` follows
+
+
+def _queue_batch(params: FelBatchInput, ctx: ToolContext, task_id: str) -> ToolResult:
+    """The batch as a job (the one the dashboard and REST run), its task following it: the job
+    and the link are saved together, so a task is never left following nothing."""
+    try:
+        job = batch_jobs.start_folder_job(
+            params.dir_xml,
+            params.out_dir,
+            actor=ctx.caller.actor,
+            interface=ctx.caller.interface,
+            then=lambda job: tasks_extension.follow(task_id, BATCH_JOBS, str(job.pk)),
+        )
+    except FelError as exc:
+        raise ToolError(str(exc)) from None
+    return ToolResult(structured={"batch_job": job.pk}, text=f"Lote en cola (trabajo {job.pk})")
+
+
+def _batch_task_state(ref: str) -> Followed | None:
+    """A `fel_batch` task as its job stands: working while it runs (with how many files are
+    done), then the result the in-call tool gives, built from the job's rows and manifest, or
+    its error as the in-call tool's error."""
+    job = selectors.job(int(ref))
+    if job is None:
+        return None
+    if not job.finished:
+        return Followed(McpTask.WORKING, job.updated_at, message=f"{job.done} of {job.total} files")
+    if job.state == BatchJob.State.FAILED:
+        result = ToolResult(is_error=True, text=job.error)
+    else:
+        files = selectors.job_files(job)
+        root = fel_root()
+        output = FelBatchOutput(
+            ok=True,
+            count=len(files),
+            out_dir=display_path(root / job.out_dir),
+            manifest_path=display_path(root / job.manifest_path),
+            invalid=sum(not file.ok for file in files),
+        )
+        result = ToolResult(structured=output.model_dump(mode="json", exclude_none=True))
+    return Followed(McpTask.COMPLETED, job.updated_at, result=result.as_mcp())
+
+
+def _cancel_batch(ref: str) -> None:
+    batch_jobs.cancel_job(int(ref))
+
+
+tasks_extension.register_follower(BATCH_JOBS, state=_batch_task_state, cancel=_cancel_batch)

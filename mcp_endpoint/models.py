@@ -309,6 +309,10 @@ class McpTask(models.Model):
     # The questions the work waits on (key -> {method, params}), and the answers given to them.
     input_requests = models.JSONField(default=dict)
     input_responses = models.JSONField(default=dict)
+    # The job of another app the task's work was handed to ("<kind>:<ref>", e.g. a FEL batch
+    # job), which then tells its state (`tasks_extension.register_follower`); empty when the
+    # work runs in the process that took the call.
+    follows = models.CharField(max_length=100, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     expires_at = models.DateTimeField(db_index=True)

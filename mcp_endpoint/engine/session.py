@@ -490,6 +490,7 @@ class ServerSession(ClientRequests, ResourceMethods):
             caller=self.caller,
             send_request=tasks_extension.asker(task.task_id, declared),
             client_capabilities=declared,
+            task_id=task.task_id,
         )
         tasks_extension.start(task.task_id, self._tool_result(name, ctx.params.get("arguments"), tool_ctx))
         return {"resultType": "task", **tasks_extension.task_fields(task)}
@@ -530,7 +531,7 @@ class ServerSession(ClientRequests, ResourceMethods):
 
     async def _get_task(self, ctx: RequestContext) -> dict[str, Any]:
         task_id = self._tasks_allowed(ctx)
-        return tasks_extension.detailed_task(await tasks_extension.get(self.caller, task_id))
+        return await tasks_extension.show(await tasks_extension.get(self.caller, task_id))
 
     async def _update_task(self, ctx: RequestContext) -> dict[str, Any]:
         task_id = self._tasks_allowed(ctx)

@@ -13,7 +13,11 @@ gets an ordinary result, or -32021 for a tool that only runs as a task.
 The task's state is in the database (`McpTask`), so every process answers for it; its work
 runs on the event loop of the process that took the call (a tool call needs that process's
 connections: devices, streams, the confirmation gate's waiters). A task whose process dies
-stays `working` until its TTL ends. Only the token (or, without one, the caller) that created
+stays `working` until its TTL ends, unless its tool handed the work to a job that outlives
+the process (`follow`: the `fel_batch` tool's FEL batch job on Django's Tasks framework): then
+the task shows that job's state, read from the job whenever the task is read (the job is its
+one writer; the task's row only says which job it follows), and `tasks/cancel` cancels the
+job. Only the token (or, without one, the caller) that created
 a task sees it: anyone else is told it does not exist.
 """
 
@@ -24,7 +28,7 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -87,9 +91,9 @@ def _ttl_ms() -> int:
     return int(settings.MCP_TASK_TTL_SECONDS * 1000)
 
 
-def task_fields(task: McpTask) -> dict[str, Any]:
+def task_fields(task: McpTask, message: str | None = None) -> dict[str, Any]:
     """The extension's `Task`: what `CreateTaskResult` and `tasks/get` both carry."""
-    return {
+    fields = {
         "taskId": task.task_id,
         "status": task.status,
         "createdAt": _iso(task.created_at),
@@ -97,11 +101,14 @@ def task_fields(task: McpTask) -> dict[str, Any]:
         "ttlMs": _ttl_ms(),
         "pollIntervalMs": POLL_INTERVAL_MS,
     }
+    if message:
+        fields["statusMessage"] = message
+    return fields
 
 
-def detailed_task(task: McpTask) -> dict[str, Any]:
+def detailed_task(task: McpTask, message: str | None = None) -> dict[str, Any]:
     """`tasks/get`'s answer: the task, with its questions, result or error inlined."""
-    answer = {"resultType": "complete", **task_fields(task)}
+    answer = {"resultType": "complete", **task_fields(task, message)}
     if task.status == McpTask.INPUT_REQUIRED:
         answer["inputRequests"] = task.input_requests
     elif task.status == McpTask.COMPLETED and task.result is not None:
@@ -109,6 +116,84 @@ def detailed_task(task: McpTask) -> dict[str, Any]:
     elif task.status == McpTask.FAILED and task.error is not None:
         answer["error"] = task.error
     return answer
+
+
+@dataclass(frozen=True)
+class Followed:
+    """A job's state as the task following it shows it: `status` one of McpTask's, `message`
+    the task's `statusMessage` ("12 of 60 files"), `result` the tool's MCP result once
+    completed, `error` a JSON-RPC error object once failed."""
+
+    status: str
+    updated_at: datetime
+    message: str | None = None
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Follower:
+    """How tasks follow one kind of job: its state (read only; None once the job is gone) and
+    its cancellation, both by the job's reference, both sync (they run in a worker thread)."""
+
+    state: Callable[[str], Followed | None]
+    cancel: Callable[[str], None]
+
+
+# The kinds of job a task may follow, filled by the apps that own them (as they add tools):
+# the engine cannot import those apps.
+_followers: dict[str, Follower] = {}
+
+
+def register_follower(
+    kind: str, *, state: Callable[[str], Followed | None], cancel: Callable[[str], None]
+) -> None:
+    """Let tasks follow jobs of `kind` (`follow`)."""
+    _followers[kind] = Follower(state, cancel)
+
+
+def follow(task_id: str, kind: str, ref: str) -> None:
+    """Hand task `task_id` (`ToolContext.task_id`) to job `ref` of `kind`, from a sync tool, in
+    the transaction that records the job (so that the two are saved together): from then on
+    the job tells the task's state and `tasks/cancel` cancels it, and what the call itself
+    returns is not kept."""
+    if kind not in _followers:
+        raise LookupError(f"no follower registered for {kind!r} jobs")
+    McpTask.objects.filter(pk=task_id, status__in=McpTask.ACTIVE).update(
+        follows=f"{kind}:{ref}", updated_at=timezone.now()
+    )
+
+
+def _followed(follows: str) -> Followed | None:
+    kind, _, ref = follows.partition(":")
+    follower = _followers.get(kind)
+    return follower.state(ref) if follower is not None else None
+
+
+def _cancel_followed(follows: str) -> None:
+    kind, _, ref = follows.partition(":")
+    follower = _followers.get(kind)
+    if follower is not None:
+        follower.cancel(ref)
+
+
+async def current(task: McpTask) -> tuple[McpTask, str | None]:
+    """The task as it stands now, and its status message: one that follows a job (and was not
+    cancelled) shows the job's state, read now and never written back."""
+    if not task.follows or task.status not in McpTask.ACTIVE:
+        return task, None
+    followed = await sync_to_async(_followed)(task.follows)
+    if followed is None:
+        gone = JsonRpcError(jsonrpc.INTERNAL_ERROR, "Internal error: the task's job is gone")
+        followed = Followed(McpTask.FAILED, task.updated_at, error=gone.as_error())
+    task.status, task.result, task.error = followed.status, followed.result, followed.error
+    task.updated_at = max(task.updated_at, followed.updated_at)
+    return task, followed.message
+
+
+async def show(task: McpTask) -> dict[str, Any]:
+    """`tasks/get`'s answer for the caller's task."""
+    return detailed_task(*await current(task))
 
 
 def _unknown(task_id: Any) -> JsonRpcError:
@@ -170,11 +255,13 @@ async def watch(caller: Caller, task_ids: Sequence[str], offer: Offer) -> None:
     offered: dict[str, tuple[str, datetime]] = {}
     watched = list(task_ids)
     while watched:
-        tasks = [t async for t in McpTask.objects.filter(task_id__in=watched, owner=owner_of(caller))]
+        rows = McpTask.objects.filter(task_id__in=watched, owner=owner_of(caller))
+        tasks = [await current(row) async for row in rows]
         watched = []
-        for task in tasks:
+        for task, message in tasks:
             state = (task.status, task.updated_at)
-            if offered.get(task.task_id) != state and offer("notifications/tasks", _notification(task)):
+            changed = offered.get(task.task_id) != state
+            if changed and offer("notifications/tasks", _notification(task, message)):
                 offered[task.task_id] = state
             if task.status in McpTask.ACTIVE or offered.get(task.task_id) != state:
                 watched.append(task.task_id)
@@ -182,8 +269,8 @@ async def watch(caller: Caller, task_ids: Sequence[str], offer: Offer) -> None:
             await asyncio.sleep(POLL_INTERVAL_MS / 1000)
 
 
-def _notification(task: McpTask) -> dict[str, Any]:
-    params = detailed_task(task)
+def _notification(task: McpTask, message: str | None) -> dict[str, Any]:
+    params = detailed_task(task, message)
     del params["resultType"]
     return params
 
@@ -191,11 +278,16 @@ def _notification(task: McpTask) -> dict[str, Any]:
 async def cancel(caller: Caller, task_id: str) -> None:
     """Mark the caller's task cancelled (a finished one stays as it is) and stop its work if
     this process runs it; elsewhere the work finds out at its next question and its result
-    is not kept."""
-    task = await get(caller, task_id)
-    await McpTask.objects.filter(pk=task.pk, status__in=McpTask.ACTIVE).aupdate(
+    is not kept. A task that follows a job cancels the job (unless the job is over: then the
+    task shows how it ended)."""
+    task, _ = await current(await get(caller, task_id))
+    if task.status not in McpTask.ACTIVE:
+        return
+    cancelled = await McpTask.objects.filter(pk=task.pk, status__in=McpTask.ACTIVE).aupdate(
         status=McpTask.CANCELLED, input_requests={}, input_responses={}, updated_at=timezone.now()
     )
+    if cancelled and task.follows:
+        await sync_to_async(_cancel_followed)(task.follows)
     work = _running.get(task_id)
     if work is not None:
         work.cancel()
@@ -233,9 +325,10 @@ async def update(caller: Caller, task_id: str, responses: Any) -> None:
 
 
 async def _finish(task_id: str, **fields: Any) -> None:
-    """The work's outcome, kept unless the task was cancelled (or expired) meanwhile; the
-    client's answers are not kept past the work that needed them."""
-    await McpTask.objects.filter(pk=task_id, status__in=McpTask.ACTIVE).aupdate(
+    """The work's outcome, kept unless the task was cancelled (or expired) meanwhile, or
+    follows a job (which tells its outcome); the client's answers are not kept past the work
+    that needed them."""
+    await McpTask.objects.filter(pk=task_id, status__in=McpTask.ACTIVE, follows="").aupdate(
         input_requests={}, input_responses={}, updated_at=timezone.now(), **fields
     )
 

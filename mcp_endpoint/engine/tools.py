@@ -137,6 +137,10 @@ class ToolContext:
     approved_by: str | None = None
     # Turns the call into a task of the MCP tasks extension (`continue_as_task`).
     send_handoff: Callable[[], Awaitable[None]] = _no_handoff
+    # The task of the MCP tasks extension this call runs as, None for an ordinary call: a tool
+    # that hands its work to a job outliving this process links the task to that job
+    # (`tasks_extension.follow`).
+    task_id: str | None = None
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None

@@ -213,7 +213,9 @@ def test_a_batch_logs_each_file_and_its_problems_at_the_level_asked(root, settin
     assert _batch_over_mcp(stateless)[1] == []
 
 
-def test_a_client_that_declares_the_tasks_extension_gets_the_batch_as_a_task(root, settings):
+def test_a_client_that_declares_the_tasks_extension_gets_the_batch_as_a_task(root, settings, inline_batches):
+    """The task's batch is a job on the Tasks framework (run at once here): the task ends with
+    what the in-call tool returns (tests/fel/test_fel_batch_task.py: a job run elsewhere)."""
     settings.FEL_BATCH_WORKERS = 1
     meta = {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -234,6 +236,7 @@ def test_a_client_that_declares_the_tasks_extension_gets_the_batch_as_a_task(roo
 
     task = async_to_sync(scenario)()
     assert task["status"] == "completed"
+    assert task["result"]["structuredContent"] == call("fel_batch", {"dir_xml": "data/broken"}).structured
     assert task["result"]["structuredContent"]["count"] == 3
     assert json.loads((root / "out" / "manifest.json").read_text())["files"]
 
