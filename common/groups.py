@@ -1,24 +1,21 @@
-"""Long-lived listeners on the channel layer (outside consumers): group memberships that
-outlive Redis's group expiry, and a receive loop that survives a failing layer.
+"""Long-lived listeners on the channel layer (outside consumers): the layer itself, a wait
+until every process is heard, and a receive loop that survives a failing layer.
 
-channels-redis forgets a membership `group_expiry` seconds after `group_add` (a day by
-default), so that a crashed process's channels do not linger. A connection that lives
-longer (a device, a dashboard left open, a worker) must join again before then.
+Neither of the hub's layers forgets a group membership on its own (the database layer, and
+channels-redis's pub/sub layer, where a membership is the process's subscription, made again
+by redis-py when it reconnects): a listener joins once and leaves when it ends.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from channels.layers import BaseChannelLayer, get_channel_layer
-from django.conf import settings
 
 logger = logging.getLogger(__name__)
-
-MAX_REJOIN_SECONDS = 3600.0
 
 
 def channel_layer() -> BaseChannelLayer:
@@ -28,25 +25,6 @@ def channel_layer() -> BaseChannelLayer:
     if layer is None:
         raise RuntimeError("CHANNEL_LAYERS has no default layer")
     return layer
-
-
-def rejoin_seconds() -> float:
-    return max(0.5, min(MAX_REJOIN_SECONDS, settings.REDIS_GROUP_EXPIRY_SECONDS / 4))
-
-
-async def _rejoin_forever(layer: Any, groups: Callable[[], Iterable[str]], channel: str) -> None:
-    while True:
-        await asyncio.sleep(rejoin_seconds())
-        for group in list(groups()):
-            try:
-                await layer.group_add(group, channel)
-            except Exception:
-                logger.exception("could not renew %s's membership of %s", channel, group)
-
-
-def keep_joined(layer: Any, groups: Callable[[], Iterable[str]], channel: str) -> asyncio.Task[None]:
-    """Renew `channel`'s membership of `groups()` until the returned task is cancelled."""
-    return asyncio.ensure_future(_rejoin_forever(layer, groups, channel))
 
 
 async def hear_every_process(layer: Any) -> None:

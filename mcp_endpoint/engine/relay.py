@@ -23,7 +23,7 @@ from typing import Any
 
 from channels.layers import get_channel_layer
 
-from common.groups import keep_joined, receive_forever
+from common.groups import receive_forever
 
 logger = logging.getLogger(__name__)
 
@@ -57,10 +57,7 @@ class _Listener:
                 return
             channel = await layer.new_channel()
             await layer.group_add(GROUP, channel)
-            self.tasks = [
-                asyncio.ensure_future(receive_forever(layer, channel, _on_message, "MCP relay")),
-                keep_joined(layer, lambda: (GROUP,), channel),
-            ]
+            self.tasks = [asyncio.ensure_future(receive_forever(layer, channel, _on_message, "MCP relay"))]
 
 
 _listener = _Listener()
