@@ -4,9 +4,13 @@ every token but the one that created it. (The conformance suite's `tasks-*` scen
 over HTTP in test_mcp_conformance.py.)"""
 
 import asyncio
+from datetime import timedelta
+from io import StringIO
 
 import pytest
 from asgiref.sync import async_to_sync
+from django.core.management import call_command
+from django.utils import timezone
 from pydantic import BaseModel
 
 from mcp_endpoint.engine import jsonrpc
@@ -244,3 +248,31 @@ def test_a_listen_stream_hears_the_states_of_the_callers_own_tasks():
     assert heard[0]["status"] == "working" and heard[-1]["status"] == "completed"
     assert heard[-1]["result"]["content"][0]["text"] == "slept 0.3"
     assert heard[-1]["_meta"] == {"io.modelcontextprotocol/subscriptionId": 9}
+
+
+def test_an_expired_task_is_unknown_until_the_daily_pruning_deletes_it():
+    reg = make_registry()
+    ana = Client(reg, "ana")
+
+    async def create() -> str:
+        created = await ana.result("tools/call", name="nap", arguments={})
+        await ana.settled(created["taskId"], "completed")
+        return created["taskId"]
+
+    async def refused(task_id: str) -> list[dict]:
+        answers = [await ana.request(method, taskId=task_id) for method in ("tasks/get", "tasks/cancel")]
+        answers.append(await ana.request("tasks/update", taskId=task_id, inputResponses={}))
+        return [answer.get("error") for answer in answers]
+
+    expired = async_to_sync(create)()
+    McpTask.objects.filter(pk=expired).update(expires_at=timezone.now() - timedelta(seconds=1))
+    live = async_to_sync(create)()  # a new task leaves the expired row to the pruning
+    assert McpTask.objects.filter(pk=expired).exists()
+    errors = async_to_sync(refused)(expired)
+    assert [error["code"] for error in errors] == [jsonrpc.INVALID_PARAMS] * 3, errors
+    assert all("unknown task" in error["message"] for error in errors)
+
+    out = StringIO()
+    call_command("prune_mcp_tasks", stdout=out)
+    assert set(McpTask.objects.values_list("pk", flat=True)) == {live}
+    assert "Deleted 1 expired MCP task" in out.getvalue()
