@@ -2,7 +2,9 @@
 extension (`engine.tasks_extension`), which any hub process may change (the one running the
 work, the one a client's `tasks/update` or `tasks/cancel` reached, a job's worker linking
 it). Every change but the answers' is one conditional UPDATE, so a task cancelled meanwhile
-stays cancelled. Tasks are not audited here: the tool call they carry is, by the pipeline."""
+stays cancelled, and each change is announced on TASKS_GROUP once it commits, for the work
+waiting on its answers and the streams watching it (`engine.task_changes`). Tasks are not
+audited here: the tool call they carry is, by the pipeline."""
 
 from __future__ import annotations
 
@@ -14,8 +16,16 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from common.feed import announce
 from common.pruning import delete_in_chunks
 from mcp_endpoint.models import McpTask
+
+TASKS_GROUP = "mcp.tasks"
+TASK_CHANGED = "mcp.task_changed"  # {"task": task_id}
+
+
+def _changed(task_id: str) -> None:
+    announce(TASKS_GROUP, {"type": TASK_CHANGED, "task": task_id})
 
 
 def create_task(owner: str, tool: str) -> McpTask:
@@ -30,16 +40,18 @@ def create_task(owner: str, tool: str) -> McpTask:
 
 def follow_job(task_id: str, follows: str) -> None:
     """Link active task `task_id` to the job `follows` ("<kind>:<ref>") that tells its state."""
-    McpTask.objects.filter(pk=task_id, status__in=McpTask.ACTIVE).update(
+    if McpTask.objects.filter(pk=task_id, status__in=McpTask.ACTIVE).update(
         follows=follows, updated_at=timezone.now()
-    )
+    ):
+        _changed(task_id)
 
 
 def ask(task_id: str, asked: dict[str, dict[str, Any]]) -> None:
     """Put questions (key -> {method, params}) on active task `task_id`: it waits on its client."""
-    McpTask.objects.filter(pk=task_id, status__in=McpTask.ACTIVE).update(
+    if McpTask.objects.filter(pk=task_id, status__in=McpTask.ACTIVE).update(
         status=McpTask.INPUT_REQUIRED, input_requests=asked, updated_at=timezone.now()
-    )
+    ):
+        _changed(task_id)
 
 
 def answer(owner: str, task_id: str, responses: dict[str, Any]) -> bool:
@@ -62,17 +74,19 @@ def answer(owner: str, task_id: str, responses: dict[str, Any]) -> bool:
         if not task.input_requests:
             task.status = McpTask.WORKING
         task.save(update_fields=["input_responses", "input_requests", "status", "updated_at"])
+        _changed(task_id)
         return True
 
 
 def cancel_task(task_id: str) -> bool:
     """Mark task `task_id` cancelled, its questions and answers dropped; False when it was no
     longer active (a finished task stays as it ended)."""
-    return bool(
-        McpTask.objects.filter(pk=task_id, status__in=McpTask.ACTIVE).update(
-            status=McpTask.CANCELLED, input_requests={}, input_responses={}, updated_at=timezone.now()
-        )
+    cancelled = McpTask.objects.filter(pk=task_id, status__in=McpTask.ACTIVE).update(
+        status=McpTask.CANCELLED, input_requests={}, input_responses={}, updated_at=timezone.now()
     )
+    if cancelled:
+        _changed(task_id)
+    return bool(cancelled)
 
 
 def finish_task(
@@ -81,14 +95,15 @@ def finish_task(
     """Keep the outcome of task `task_id`'s work (`status` completed or failed, with its result
     or error), unless the task was cancelled meanwhile or follows a job (which tells its
     outcome); the client's answers are not kept past the work that needed them."""
-    McpTask.objects.filter(pk=task_id, status__in=McpTask.ACTIVE, follows="").update(
+    if McpTask.objects.filter(pk=task_id, status__in=McpTask.ACTIVE, follows="").update(
         status=status,
         result=result,
         error=error,
         input_requests={},
         input_responses={},
         updated_at=timezone.now(),
-    )
+    ):
+        _changed(task_id)
 
 
 def prune_expired_tasks() -> int:

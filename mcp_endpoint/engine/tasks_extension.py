@@ -37,7 +37,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from mcp_endpoint import selectors, services
-from mcp_endpoint.engine import jsonrpc
+from mcp_endpoint.engine import jsonrpc, task_changes
 from mcp_endpoint.engine.jsonrpc import JsonRpcError
 from mcp_endpoint.engine.listen import Offer
 from mcp_endpoint.engine.protocol import META_CLIENT_CAPABILITIES
@@ -50,7 +50,9 @@ logger = logging.getLogger(__name__)
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 POLL_INTERVAL_MS = 500  # what a client is told to wait between two `tasks/get`
-ANSWER_POLL_SECONDS = 0.2  # how often the work looks for `tasks/update`'s answers
+# How long a wait for a task's change announced (`task_changes`) lasts before the task is read
+# anyway, in case the announcement was lost.
+SAFETY_POLL_SECONDS = 5.0
 
 # The work of the tasks this process runs, by task id (kept so that it is not collected, and
 # so that `tasks/cancel` reaching this process stops it at once).
@@ -233,24 +235,31 @@ async def own_live(caller: Caller, task_ids: Sequence[str]) -> list[str]:
 
 async def watch(caller: Caller, task_ids: Sequence[str], offer: Offer) -> None:
     """Status notifications for a `subscriptions/listen` stream (`notifications/tasks`, each the
-    task as `tasks/get` shows it then): the tasks are read every `pollIntervalMs`, whichever
-    process changes them, and each change is offered once; it ends when they are all over
-    (or gone, or expired)."""
+    task as `tasks/get` shows it then): the tasks are read again whenever one is announced
+    changed, whichever process changes it, and each change is offered once; it ends when
+    they are all over (or gone, or expired). A job's progress is not announced: while one of
+    them follows a job, or a change could not be offered yet, they are read every
+    `pollIntervalMs` as well."""
     offered: dict[str, tuple[str, datetime]] = {}
     watched = list(task_ids)
-    while watched:
-        rows = await sync_to_async(selectors.live_tasks)(owner_of(caller), watched)
-        tasks = [await current(row) for row in rows]
-        watched = []
-        for task, message in tasks:
-            state = (task.status, task.updated_at)
-            changed = offered.get(task.task_id) != state
-            if changed and offer("notifications/tasks", _notification(task, message)):
-                offered[task.task_id] = state
-            if task.status in McpTask.ACTIVE or offered.get(task.task_id) != state:
-                watched.append(task.task_id)
-        if watched:
-            await asyncio.sleep(POLL_INTERVAL_MS / 1000)
+    async with task_changes.changes(task_ids) as changed:
+        while watched:
+            rows = await sync_to_async(selectors.live_tasks)(owner_of(caller), watched)
+            tasks = [await current(row) for row in rows]
+            watched, soon = [], False
+            for task, message in tasks:
+                state = (task.status, task.updated_at)
+                if offered.get(task.task_id) != state and offer(
+                    "notifications/tasks", _notification(task, message)
+                ):
+                    offered[task.task_id] = state
+                unsent = offered.get(task.task_id) != state
+                if task.status in McpTask.ACTIVE or unsent:
+                    watched.append(task.task_id)
+                    soon = soon or unsent or bool(task.follows)
+            if watched:
+                wait = POLL_INTERVAL_MS / 1000 if soon else SAFETY_POLL_SECONDS
+                await task_changes.changed_or_after(changed, wait)
 
 
 def _notification(task: McpTask, message: str | None) -> dict[str, Any]:
@@ -289,21 +298,23 @@ async def update(caller: Caller, task_id: str, responses: Any) -> None:
 def asker(task_id: str, declared: dict[str, Any]) -> ClientRequester:
     """A task's way of asking its client (`ToolContext.send_request`): the questions are put
     on the task (`input_required`, with server-minted keys), and the work waits for
-    `tasks/update` to answer them all, up to MCP_CLIENT_REQUEST_TIMEOUT_SECONDS."""
+    `tasks/update` to answer them all, up to MCP_CLIENT_REQUEST_TIMEOUT_SECONDS (reading them
+    whenever the task is announced changed)."""
 
     async def ask(requests: Sequence[ClientRequest]) -> list[dict[str, Any]]:
         check_declared(requests, declared)
         keys = [f"{request.key or 'input'}-{secrets.token_hex(4)}" for request in requests]
         asked = {key: {"method": r.method, "params": r.params} for key, r in zip(keys, requests, strict=True)}
-        await sync_to_async(services.ask)(task_id, asked)
-        deadline = time.monotonic() + settings.MCP_CLIENT_REQUEST_TIMEOUT_SECONDS
-        while time.monotonic() < deadline:
-            answers = await sync_to_async(selectors.task_answers)(task_id)
-            if answers is None:
-                raise ClientRequestError("The task was cancelled while it waited for the client")
-            if all(key in answers for key in keys):
-                return [answers[key] for key in keys]
-            await asyncio.sleep(ANSWER_POLL_SECONDS)
+        async with task_changes.changes([task_id]) as changed:
+            await sync_to_async(services.ask)(task_id, asked)
+            deadline = time.monotonic() + settings.MCP_CLIENT_REQUEST_TIMEOUT_SECONDS
+            while (left := deadline - time.monotonic()) > 0:
+                answers = await sync_to_async(selectors.task_answers)(task_id)
+                if answers is None:
+                    raise ClientRequestError("The task was cancelled while it waited for the client")
+                if all(key in answers for key in keys):
+                    return [answers[key] for key in keys]
+                await task_changes.changed_or_after(changed, min(left, SAFETY_POLL_SECONDS))
         raise ClientRequestError("The client did not answer the task's question in time")
 
     return ask
