@@ -337,7 +337,7 @@ MCP_HTTP_JSON_RESPONSE = env_bool("MCP_HTTP_JSON_RESPONSE", False)
 # How long a tool waits for the client's answer to sampling/createMessage or elicitation/create.
 MCP_CLIENT_REQUEST_TIMEOUT_SECONDS = float(os.environ.get("MCP_CLIENT_REQUEST_TIMEOUT_SECONDS", 300))
 # How long a task of the MCP tasks extension (its state and result) can be read after it is
-# created (its `ttlMs`); expired tasks are dropped when the next one is created.
+# created (its `ttlMs`); expired tasks are unknown at once, deleted by the daily `prune_mcp_tasks`.
 MCP_TASK_TTL_SECONDS = int(os.environ.get("MCP_TASK_TTL_SECONDS", 3600))
 # How long a dangerous tool call waits for a person's confirmation (the client's elicitation, or
 # a pending request on the dashboard) before it is refused (mcp_endpoint.controls.confirmation).
