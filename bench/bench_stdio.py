@@ -64,6 +64,7 @@ from harness import (
     cpu_seconds,
     failed,
     figures,
+    fmt_latency,
     fmt_ms,
     fmt_rate,
     machine,
@@ -275,12 +276,8 @@ def table(results: dict[Key, list[Run]], deployments: list[str], scenarios: list
                     if runs is None:
                         row += ["", "", ""]
                         continue
-                    middle = sorted(runs, key=lambda run: run.rate)[len(runs) // 2]
-                    row += [
-                        fmt_rate(median_rate(runs)),
-                        f"{fmt_ms(middle.percentile(0.50))} / {fmt_ms(middle.percentile(0.99))}",
-                        f"{median_cpu_per_call_us(runs):,.0f}",
-                    ]
+                    row += [fmt_rate(median_rate(runs)), fmt_latency(runs)]
+                    row.append(f"{median_cpu_per_call_us(runs):,.0f}")
                 ours = results.get((deployment, "homehub", scenario, mode))
                 theirs = results.get((deployment, peer_name, scenario, mode))
                 cells, met = target_cells(ours, theirs, TARGETS[kind])

@@ -203,6 +203,12 @@ def fmt_ratios(ratios: list[float]) -> str:
     return median if len(ratios) == 1 else f"{median} ({min(ratios):.2f}-{max(ratios):.2f})"
 
 
+def fmt_latency(runs: list[Run]) -> str:
+    """`p50 / p99` in ms of the median round (by calls/s)."""
+    middle = sorted(runs, key=lambda run: run.rate)[len(runs) // 2]
+    return f"{fmt_ms(middle.percentile(0.50))} / {fmt_ms(middle.percentile(0.99))}"
+
+
 def target_cells(ours: list[Run] | None, theirs: list[Run] | None, target: float) -> tuple[list[str], bool]:
     """A table's ratio, target and verdict cells for HomeHub's rounds against a peer's, and
     whether the median ratio meets the target (True when either side was not measured)."""
@@ -220,6 +226,7 @@ def figures(runs: list[Run], peer: list[Run] | None) -> dict[str, Any]:
         "rates": [round(run.rate, 1) for run in runs],
         "cpu_us": [round(run.cpu_per_call_us, 1) for run in runs],
         "p50_ms": [round(run.percentile(0.5) * 1e3, 3) for run in runs],
+        "p99_ms": [round(run.percentile(0.99) * 1e3, 3) for run in runs],
         "ratios": [round(r, 3) for r in round_ratios(runs, peer)] if peer else None,
     }
 
