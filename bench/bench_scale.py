@@ -16,7 +16,10 @@ Scenarios (`--scenarios`, both by default):
   cores in use, from /proc: the servers, this client, PostgreSQL (its server-wide processes
   and the backends of HomeHub's database), Redis, and the rest of the machine (/proc/stat's
   busy time less all these: whatever else runs there). The ratio two/one is the median of
-  the per-round ratios with their min-max (target >= 1.7x).
+  the per-round ratios with their min-max (target >= 1.7x). Beside it, the ceiling: the
+  calls/s the two-process turn's CPU per call (servers, client, PostgreSQL, Redis) would reach
+  with all the machine's cores, over the one-process turn's calls/s: the best two/one this
+  machine allows when client and servers share it.
 - `connections` (each deployment of `--deployments`): one daphne. `--warm` calls, RSS, a probe
   (one `/mcp` session, `--probe` sequential `get_all_states` calls) with nothing else held;
   `--devices` simulated xiaozhi-style devices on `/ws/devices/` (`bench_devices.py`'s
@@ -71,6 +74,7 @@ from harness import (
     create_token,
     fmt_ms,
     fmt_rate,
+    fmt_ratios,
     machine,
     median_rate,
     prepare_deployment,
@@ -160,6 +164,19 @@ def fmt_cores(values: list[float]) -> str:
     return " + ".join(f"{v:.2f}" for v in values) + f" = {sum(values):.2f}"
 
 
+def ceiling(run: Run, load: Load) -> float:
+    """The calls/s a turn's work would reach with every core of the machine to itself: the
+    cores over the CPU per call of the servers, this client, PostgreSQL and Redis."""
+    spent = run.server_cpu + load.client + sum(load.backends.values())
+    return (os.cpu_count() or 1) * run.calls / spent
+
+
+def ceiling_ratios(two: list[Turn], one: list[Turn]) -> list[float]:
+    """Per round, the two-process turn's ceiling over the one-process turn's calls/s: the
+    best two/one this machine's cores allow, at the CPU per call measured."""
+    return [ceiling(run, load) / single.rate for (run, load), (single, _) in zip(two, one, strict=True)]
+
+
 # --- two processes against one ----------------------------------------------------------------
 
 Turn = tuple[Run, Load]
@@ -214,7 +231,7 @@ def processes_table(results: dict[tuple[str, str], list[Turn]]) -> tuple[str, bo
         "Redis µs/call",
         "cores: servers + client + PG + Redis + rest",
     ]
-    head += ["two/one", "target", ""]
+    head += ["two/one", "target", "", "ceiling (all cores)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     all_met = True
     for tool, _kind in TOOLS:
@@ -240,9 +257,10 @@ def processes_table(results: dict[tuple[str, str], list[Turn]]) -> tuple[str, bo
             if width == "2 processes" and one:
                 cells, met = target_cells(runs, [run for run, _ in one], TARGET)
                 all_met &= met
-                row += cells
+                rate = median_of(turns, ceiling)
+                row += [*cells, f"{fmt_rate(rate)}/s: {fmt_ratios(ceiling_ratios(turns, one))}"]
             else:
-                row += ["", "", ""]
+                row += ["", "", "", ""]
             lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines), all_met
 
@@ -273,6 +291,9 @@ def processes_json(results: dict[tuple[str, str], list[Turn]]) -> list[dict[str,
                     [round(r, 3) for r in round_ratios(runs, [run for run, _ in one])]
                     if one and WIDTHS[width] == 2
                     else None
+                ),
+                "ceiling_ratios": (
+                    [round(r, 3) for r in ceiling_ratios(turns, one)] if one and WIDTHS[width] == 2 else None
                 ),
             }
         )
