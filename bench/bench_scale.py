@@ -86,7 +86,7 @@ from harness import (
 )
 
 SCENARIOS = ["processes", "connections"]
-TOOLS = [("get_all_states", "reads"), ("set_light_state", "writes")]
+TOOLS = ["get_all_states", "set_light_state"]  # a read, a write (alternating on/off)
 WIDTHS = {"1 process": 1, "2 processes": 2}
 TARGET = 1.7
 APP = "homehub.asgi:application"
@@ -137,6 +137,9 @@ class Load:
     backends: dict[str, float] = field(default_factory=dict)
 
 
+Turn = tuple[Run, Load]
+
+
 async def measured(side: Side, sessions: list, tool: str, n: int, database: str) -> tuple[Run, Load]:
     """`bench_http.measure` with the machine's, PostgreSQL's and Redis's CPU around it."""
     busy0, backends0 = machine_busy(), backend_cpu(database)
@@ -180,8 +183,6 @@ def ceiling_ratios(two: list[Turn], one: list[Turn]) -> list[float]:
 
 # --- two processes against one ----------------------------------------------------------------
 
-Turn = tuple[Run, Load]
-
 
 async def processes(
     servers: list[Server], token: str, database: str, opts: argparse.Namespace
@@ -190,7 +191,7 @@ async def processes(
     `database` is the name of HomeHub's on the PostgreSQL server."""
     side = Side("homehub", servers)  # the CPU of both processes, whichever get sessions
     results: dict[tuple[str, str], list[Turn]] = {}
-    for tool, _kind in TOOLS:
+    for tool in TOOLS:
         warming = await open_sessions("http", "warm-up", side.ports, token, opts.sessions)
         try:
             await measure(side, warming, tool, opts.warm)
@@ -235,7 +236,7 @@ def processes_table(results: dict[tuple[str, str], list[Turn]]) -> tuple[str, bo
     head += ["two/one", "target", "", "ceiling (all cores)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     all_met = True
-    for tool, _kind in TOOLS:
+    for tool in TOOLS:
         one = results.get((tool, "1 process"))
         for width in WIDTHS:
             turns = results.get((tool, width))
@@ -388,7 +389,7 @@ async def connections(server: Server, env: dict[str, str], opts: argparse.Namesp
         await close_all(sessions)
         await watcher.close()
         await fleet.close()
-    devices, held = report["devices"]["connected"], opts.mcp_sessions
+    devices, held = max(1, report["devices"]["connected"]), opts.mcp_sessions
     report["kib_per_device"] = round((report["rss_devices_mib"] - report["rss_idle_mib"]) * 1024 / devices, 1)
     report["kib_per_session"] = round(
         (report["rss_sessions_mib"] - report["rss_devices_mib"]) * 1024 / held, 1
@@ -547,6 +548,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         < 1
     ):
         parser.error("counts must be positive")
+    if opts.sessions > SESSIONS_PER_TOKEN:
+        parser.error(f"--sessions: at most {SESSIONS_PER_TOKEN}, the live sessions one token may have")
     check_deployment_options(parser, opts, SCENARIOS)
     return opts
 
