@@ -31,12 +31,17 @@ Scenarios (`--scenarios`, both by default):
   Memory per connection is the growth of daphne's RSS divided by the connections added (a
   floor: memory the process freed earlier is reused first).
 
+`--gc-log` puts a `sitecustomize.py` on the servers' PYTHONPATH that logs each garbage
+collection over 5 ms (through `gc.callbacks`); the report then gives the servers' full
+(generation 2) collections in each measured turn and in the 200 sessions' passes.
+
 Everything on loopback, bounded by counts (and a discovery deadline); this client raises its
 soft limit of open files to the hard one.
 
     .venv/bin/python bench/bench_scale.py                          # both scenarios, ~5 minutes
     .venv/bin/python bench/bench_scale.py --scenarios processes --rounds 6
     .venv/bin/python bench/bench_scale.py --scenarios connections --deployments sqlite --json /tmp/s.json
+    .venv/bin/python bench/bench_scale.py --gc-log
 
 Exit status 0 when two processes reach >= 1.7x one (median ratio) for reads and writes, 1
 otherwise, 2 on a protocol failure.
@@ -135,21 +140,68 @@ class Load:
     client: float
     machine: float
     backends: dict[str, float] = field(default_factory=dict)
+    full_gcs: list[float] | None = None  # ms of each, with --gc-log
 
 
 Turn = tuple[Run, Load]
 
 
+# --- with --gc-log: the servers' garbage collections --------------------------------------------
+
+# A sitecustomize.py on the servers' PYTHONPATH: every collection over 5 ms, as a line
+# `<time.time() at its end> <generation> <ms>` in a file per process in BENCH_GC_LOG.
+GC_LOGGER = """
+import gc, os, time
+_started = [0.0]
+def _log(phase, info):
+    if phase == "start":
+        _started[0] = time.perf_counter()
+    elif (took := time.perf_counter() - _started[0]) > 0.005:
+        with open(os.path.join(os.environ["BENCH_GC_LOG"], f"{os.getpid()}.log"), "a") as out:
+            out.write(f"{time.time():.3f} {info['generation']} {took * 1e3:.1f}\\n")
+gc.callbacks.append(_log)
+"""
+
+
+def gc_logging(env: dict[str, str], folder: Path) -> dict[str, str]:
+    """`env` with the collection logger of GC_LOGGER, logging into `folder`."""
+    (folder / "site").mkdir(parents=True)
+    (folder / "site" / "sitecustomize.py").write_text(GC_LOGGER)
+    (folder / "log").mkdir()
+    path = os.pathsep.join(filter(None, [str(folder / "site"), env.get("PYTHONPATH")]))
+    return {**env, "PYTHONPATH": path, "BENCH_GC_LOG": str(folder / "log")}
+
+
+def full_collections(env: dict[str, str], since: float, until: float) -> list[float] | None:
+    """ms of the generation-2 collections logged between `since` and `until` (time.time())
+    by the processes of `env`; None without --gc-log."""
+    if "BENCH_GC_LOG" not in env:
+        return None
+    found = []
+    for log in Path(env["BENCH_GC_LOG"]).glob("*.log"):
+        for line in log.read_text().splitlines():
+            ended, generation, ms = line.split()
+            if generation == "2" and since <= float(ended) <= until:
+                found.append(float(ms))
+    return found
+
+
+def fmt_gcs(found: list[float] | None) -> str:
+    if found is None:
+        return ""
+    return f"{len(found)}, {sum(found):,.0f} ms" + (f" (max {max(found):,.0f})" if found else "")
+
+
 async def measured(side: Side, sessions: list, tool: str, n: int, database: str) -> tuple[Run, Load]:
     """`bench_http.measure` with the machine's, PostgreSQL's and Redis's CPU around it."""
-    busy0, backends0 = machine_busy(), backend_cpu(database)
+    busy0, backends0, since = machine_busy(), backend_cpu(database), time.time()
     run, client = await measure(side, sessions, tool, n)
     busy, backends = machine_busy() - busy0, dict.fromkeys(BACKENDS, 0.0)
     for pid, (name, seconds) in backend_cpu(database).items():
         backends[name] += seconds - backends0.get(pid, (name, 0.0))[1]
     if run.failures:
         raise ProtocolFailure(f"{side.name}: {run.failures} failed {tool} calls")
-    return run, Load(client, busy, backends)
+    return run, Load(client, busy, backends, full_collections(side.servers[0].env, since, time.time()))
 
 
 def per_call_us(seconds: float, run: Run) -> float:
@@ -214,7 +266,8 @@ async def processes(
                     f"servers {run.cpu_per_call_us:,.0f} client {per_call_us(load.client, run):,.0f} "
                     f"PG {per_call_us(load.backends['postgres'], run):,.0f} "
                     f"Redis {per_call_us(load.backends['redis-server'], run):,.0f}; cores: "
-                    f"{fmt_cores(cores(run, load))}",
+                    f"{fmt_cores(cores(run, load))}"
+                    + (f"; full GCs {fmt_gcs(load.full_gcs)}" if load.full_gcs is not None else ""),
                     file=sys.stderr,
                 )
     return results
@@ -234,6 +287,9 @@ def processes_table(results: dict[tuple[str, str], list[Turn]]) -> tuple[str, bo
         "cores: servers + client + PG + Redis + rest",
     ]
     head += ["two/one", "target", "", "ceiling (all cores)"]
+    logged = any(load.full_gcs is not None for turns in results.values() for _, load in turns)
+    if logged:
+        head.append("full GCs, ms per s")
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     all_met = True
     for tool in TOOLS:
@@ -263,6 +319,8 @@ def processes_table(results: dict[tuple[str, str], list[Turn]]) -> tuple[str, bo
                 row += [*cells, f"{fmt_rate(rate)}/s: {fmt_ratios(ceiling_ratios(turns, one))}"]
             else:
                 row += ["", "", "", ""]
+            if logged:
+                row.append(f"{median_of(turns, lambda r, load: sum(load.full_gcs or []) / r.wall):,.0f}")
             lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines), all_met
 
@@ -280,6 +338,7 @@ def processes_json(results: dict[tuple[str, str], list[Turn]]) -> list[dict[str,
                 "p50_ms": [round(run.percentile(0.5) * 1e3, 3) for run in runs],
                 "p99_ms": [round(run.percentile(0.99) * 1e3, 3) for run in runs],
                 "server_cpu_us": [round(run.cpu_per_call_us, 1) for run in runs],
+                "full_gc_ms": [load.full_gcs for _, load in turns],
                 "client_cpu_us": [round(per_call_us(load.client, run), 1) for run, load in turns],
                 "backend_cpu_us": [
                     {name: round(per_call_us(s, run), 1) for name, s in load.backends.items()}
@@ -382,8 +441,10 @@ async def connections(server: Server, env: dict[str, str], opts: argparse.Namesp
         # Twice: the first time, each idle session's first request reads its row and its token
         # again (they are remembered MCP_AUTH_CACHE_SECONDS); the second, right after, not.
         for key in ("all_sessions", "all_sessions_again"):
+            since = time.time()
             every, client = await measure(side, sessions, "get_all_states", opts.calls_each * len(sessions))
             report[key] = {**latency(every), "client_cpu_us": round(per_call_us(client, every), 1)}
+            report[key]["full_gc_ms"] = full_collections(env, since, time.time())
         report["rss_end_mib"] = round(rss_mib(pid), 1)
     finally:
         await close_all(sessions)
@@ -434,6 +495,11 @@ def connections_table(reports: dict[str, dict[str, Any]], opts: argparse.Namespa
     row(f"read, 1 session, all held ({opts.probe} calls)", calls("probe_held"))
     row(f"read, all {opts.mcp_sessions} sessions at once ({opts.calls_each} each)", calls("all_sessions"))
     row("the same again at once (sessions and tokens remembered)", calls("all_sessions_again"))
+    if any(r["all_sessions"]["full_gc_ms"] is not None for r in reports.values()):
+        row(
+            "full GCs during the two (count, ms)",
+            lambda r: " / ".join(fmt_gcs(r[k]["full_gc_ms"]) for k in ("all_sessions", "all_sessions_again")),
+        )
     row("RSS at the end", lambda r: f"{r['rss_end_mib']:.1f} MiB")
     return "\n".join(lines)
 
@@ -455,6 +521,8 @@ async def run_deployment(kind: str, opts: argparse.Namespace, results: dict[str,
         kind, workdir, root=opts.root, pg_server_url=opts.pg_server_url, redis_url=opts.redis_url
     )
     env = deployment.homehub_env
+    if opts.gc_log:
+        env = gc_logging(env, workdir / "gc")
     servers: list[Server] = []
     try:
         print(f"{kind}: {deployment.label}; logs in {workdir}", file=sys.stderr)
@@ -541,6 +609,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--calls-each", type=int, default=10, help="`connections`: calls per session (10)")
     parser.add_argument("--connect-concurrency", type=int, default=100, help="device handshakes in flight")
     parser.add_argument("--discovery-timeout", type=float, default=90.0, help="seconds to wait for discovery")
+    parser.add_argument(
+        "--gc-log", action="store_true", help="log the servers' full garbage collections (gc.callbacks)"
+    )
     add_deployment_options(parser)
     opts = parser.parse_args(argv)
     if (
