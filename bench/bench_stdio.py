@@ -71,6 +71,7 @@ from harness import (
     median_cpu_per_call_us,
     median_rate,
     prepare_deployment,
+    run_benchmark,
     sequential,
     shape_check,
     start_py_spy,
@@ -463,9 +464,4 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 if __name__ == "__main__":
-    options = parse_args()
-    try:
-        sys.exit(asyncio.run(main(options)))
-    except ProtocolFailure as exc:
-        print(f"protocol failure: {exc}", file=sys.stderr)
-        sys.exit(2)
+    run_benchmark(main, parse_args())

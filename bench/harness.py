@@ -45,6 +45,15 @@ class ProtocolFailure(Exception):
     pass
 
 
+def run_benchmark(main: Callable[[Any], Awaitable[int]], opts: Any) -> None:
+    """Run a benchmark's `main(opts)` and exit with its status: 2 on a protocol failure."""
+    try:
+        sys.exit(asyncio.run(main(opts)))
+    except ProtocolFailure as exc:
+        print(f"protocol failure: {exc}", file=sys.stderr)
+        sys.exit(2)
+
+
 def arguments_for(tool: str) -> Arguments:
     """The i-th call's arguments: writes alternate `salon` on and off, reads take none."""
     if tool == "set_light_state":
@@ -141,9 +150,9 @@ def jsonrpc_request(request_id: int | None, method: str, params: dict[str, Any] 
     return json.dumps(message, separators=(",", ":")).encode()
 
 
-def create_token(env: dict[str, str], name: str, root: Path = ROOT) -> str:
-    """A new MCP token with scopes read,control in HomeHub's database of `env`."""
-    argv = [sys.executable, "manage.py", "create_mcp_token", name, "--scopes", "read,control"]
+def create_token(env: dict[str, str], name: str, root: Path = ROOT, scopes: str = "read,control") -> str:
+    """A new MCP token with `scopes` in HomeHub's database of `env`."""
+    argv = [sys.executable, "manage.py", "create_mcp_token", name, "--scopes", scopes]
     out = subprocess.run(argv, cwd=root, env=env, check=True, capture_output=True, text=True).stdout
     return out.strip().splitlines()[-1]
 
