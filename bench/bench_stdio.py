@@ -32,12 +32,14 @@ in `--rounds` interleaved rounds (HomeHub, then the peer, again), each turn afte
 `--warmup` calls in the mode about to be measured; the table shows the medians over the
 rounds and each ratio as the median (min-max) of the per-round ratios.
 
-    .venv/bin/python bench/bench_stdio.py                       # both deployments, ~4 minutes
+    .venv/bin/python bench/bench_stdio.py                       # both deployments, ~5 minutes
     .venv/bin/python bench/bench_stdio.py --deployments sqlite --count 500 --rounds 1   # a look
     .venv/bin/python bench/bench_stdio.py --only homehub --py-spy /tmp/stdio   # one side
+    .venv/bin/python bench/bench_stdio.py --scenarios first_second --rounds 5  # issue 29
 
-Exit status 0 when every target (issue 16) is met by its median ratio (reads >= 3x the SDK,
-writes >= 1.5x the durable peer, per scenario and mode), 1 otherwise, 2 on a protocol failure.
+Exit status 0 when every target (issues 16, 29) is met by its median ratio (reads >= 3x the
+SDK, writes >= 1.5x the durable peer, answers in the first second >= 1x the SDK's, per
+scenario and mode), 1 otherwise, 2 on a protocol failure.
 """
 
 from __future__ import annotations
