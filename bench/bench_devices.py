@@ -108,6 +108,40 @@ class Llm:
         self.reader.cancel()
 
 
+class Fleet:
+    """Simulated xiaozhi-style devices (`devices.xiaozhi.simulator`) connected to one hub's
+    `/ws/devices/`, `concurrency` handshakes at a time; device `i` is `agent_id(i)` with
+    `tokens[i]`."""
+
+    def __init__(self, ws_base: str, tokens: list[str], concurrency: int) -> None:
+        self.url, self.tokens = ws_base + "/ws/devices/", tokens
+        self.gate = asyncio.Semaphore(concurrency)
+        self.devices: list[Any] = []
+        self.connect_times: list[float] = []
+
+    async def connect(self, i: int) -> bool:
+        from devices.xiaozhi.simulator import SimulatedDevice
+
+        device = SimulatedDevice(self.url, agent_id(i), self.tokens[i])
+        async with self.gate:
+            started = time.perf_counter()
+            try:
+                await device.connect()
+            except Exception as exc:
+                print(f"  device {i} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+                return False
+            self.connect_times.append(time.perf_counter() - started)
+        self.devices.append(device)
+        return True
+
+    async def grow(self, target: int) -> bool:
+        """Connect devices up to `target` in all; whether every one of them connected."""
+        return all(await asyncio.gather(*(self.connect(i) for i in range(len(self.devices), target))))
+
+    async def close(self) -> None:
+        await asyncio.gather(*(d.close() for d in self.devices), return_exceptions=True)
+
+
 def summary(latencies: list[float], elapsed: float) -> dict[str, float]:
     return {
         "calls": len(latencies),
@@ -153,36 +187,20 @@ async def run(
     from asgiref.sync import sync_to_async
 
     from devices.agents.models import Agent
-    from devices.xiaozhi.simulator import SimulatedDevice
 
     ws_base = base.replace("http://", "ws://")
-    devices: list[SimulatedDevice] = []
-    connect_times: list[float] = []
-    gate = asyncio.Semaphore(args.connect_concurrency)
+    fleet = Fleet(ws_base, tokens, args.connect_concurrency)
 
     @sync_to_async
     def discovered() -> int:
         return Agent.objects.filter(online=True, tools__available=True).distinct().count()
 
-    async def connect(i: int) -> bool:
-        device = SimulatedDevice(ws_base + "/ws/devices/", agent_id(i), tokens[i])
-        async with gate:
-            started = time.perf_counter()
-            try:
-                await device.connect()
-            except Exception as exc:
-                print(f"  device {i} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-                return False
-            connect_times.append(time.perf_counter() - started)
-        devices.append(device)
-        return True
-
     watcher = Llm(ws_base + "/ws/mcp/", llm_token)
     await watcher.open()
 
     async def grow(target: int) -> dict[str, Any]:
-        start, before = len(devices), time.perf_counter()
-        ok = all(await asyncio.gather(*(connect(i) for i in range(start, target))))
+        before = time.perf_counter()
+        ok = await fleet.grow(target)
         deadline = time.perf_counter() + args.discovery_timeout
         # Discovery done (tools in the database), and the gateway offers every tool.
         while ok and (await discovered() < target or await watcher.count_tools() < 2 + 5 * target):
@@ -190,7 +208,7 @@ async def run(
                 ok = False
             await asyncio.sleep(0.2)
         return {
-            "devices": len(devices),
+            "devices": len(fleet.devices),
             "all_ready": ok,
             "seconds": round(time.perf_counter() - before, 1),
             "rss_mib": round(rss_mib(pid), 1),
@@ -201,8 +219,8 @@ async def run(
     report["connect"] = {
         **first,
         "kib_per_device": round((first["rss_mib"] - report["rss_idle_mib"]) * 1024 / args.devices, 1),
-        "hello_p50_ms": round(percentile(connect_times, 50) * 1000, 1),
-        "hello_p99_ms": round(percentile(connect_times, 99) * 1000, 1),
+        "hello_p50_ms": round(percentile(fleet.connect_times, 50) * 1000, 1),
+        "hello_p99_ms": round(percentile(fleet.connect_times, 99) * 1000, 1),
     }
     print("connected:", report["connect"], flush=True)
     llms = [Llm(ws_base + "/ws/mcp/", llm_token) for _ in range(10)]
@@ -230,7 +248,7 @@ async def run(
             break
     for llm in [*llms, watcher]:
         await llm.close()
-    await asyncio.gather(*(d.close() for d in devices), return_exceptions=True)
+    await fleet.close()
     return report
 
 

@@ -83,6 +83,7 @@ from harness import (
     check_deployment_options,
     create_token,
     figures,
+    fmt_latency,
     fmt_ms,
     fmt_rate,
     fmt_ratios,
@@ -92,6 +93,7 @@ from harness import (
     median_rate,
     prepare_deployment,
     round_ratios,
+    run_benchmark,
     sequential,
     shape_check,
     start_py_spy,
@@ -320,14 +322,15 @@ Key = tuple[str, str, str, str, str]  # (deployment, side, transport, scenario, 
 
 
 def _cells(runs: list[Run]) -> list[str]:
-    return [fmt_rate(median_rate(runs)), f"{median_cpu_per_call_us(runs):,.0f}"]
+    return [fmt_rate(median_rate(runs)), fmt_latency(runs), f"{median_cpu_per_call_us(runs):,.0f}"]
 
 
 def table(results: dict[Key, list[Run]], deployments: list[str], scenarios: list[str]) -> tuple[str, bool]:
     """Markdown table, one row per HomeHub transport (the peer's and floor's figures repeated),
     medians over the rounds; (text, every target met by its median ratio)."""
-    head = ["deployment", "scenario", "mode", "HomeHub via", "HomeHub calls/s", "CPU µs/call"]
-    head += ["peer", "peer calls/s", "CPU µs/call", "floor calls/s", "CPU µs/call"]
+    head = ["deployment", "scenario", "mode", "HomeHub via", "HomeHub calls/s", "p50/p99 ms", "CPU µs/call"]
+    head += ["peer", "peer calls/s", "p50/p99 ms", "CPU µs/call"]
+    head += ["floor calls/s", "p50/p99 ms", "CPU µs/call"]
     head += ["HomeHub/peer", "target", "", "floor/peer"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     all_met = True
@@ -341,9 +344,9 @@ def table(results: dict[Key, list[Run]], deployments: list[str], scenarios: list
                     if ours is None and peer is None:
                         continue
                     row = [deployment, scenario, mode, LABELS[transport]]
-                    row += _cells(ours) if ours else ["", ""]
-                    row += [PEER_LABELS[peer_name], *(_cells(peer) if peer else ["", ""])]
-                    row += _cells(floor) if floor else ["", ""]
+                    row += _cells(ours) if ours else ["", "", ""]
+                    row += [PEER_LABELS[peer_name], *(_cells(peer) if peer else ["", "", ""])]
+                    row += _cells(floor) if floor else ["", "", ""]
                     cells, met = target_cells(ours, peer, TARGETS[(kind, transport)])
                     all_met &= met
                     row += cells
@@ -525,9 +528,4 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 if __name__ == "__main__":
-    options = parse_args()
-    try:
-        sys.exit(asyncio.run(main(options)))
-    except ProtocolFailure as exc:
-        print(f"protocol failure: {exc}", file=sys.stderr)
-        sys.exit(2)
+    run_benchmark(main, parse_args())

@@ -75,6 +75,7 @@ from harness import (
     cpu_seconds,
     failed,
     figures,
+    fmt_latency,
     fmt_ms,
     fmt_rate,
     fmt_ratios,
@@ -82,6 +83,7 @@ from harness import (
     median_cpu_per_call_us,
     median_rate,
     prepare_deployment,
+    run_benchmark,
     sequential,
     shape_check,
     start_py_spy,
@@ -406,12 +408,8 @@ def table(results: dict[Key, list[Run]], deployments: list[str], scenarios: list
                     if runs is None:
                         row += ["", "", ""]
                         continue
-                    middle = sorted(runs, key=lambda run: run.rate)[len(runs) // 2]
-                    row += [
-                        fmt_rate(median_rate(runs)),
-                        f"{fmt_ms(middle.percentile(0.50))} / {fmt_ms(middle.percentile(0.99))}",
-                        f"{median_cpu_per_call_us(runs):,.0f}",
-                    ]
+                    row += [fmt_rate(median_rate(runs)), fmt_latency(runs)]
+                    row.append(f"{median_cpu_per_call_us(runs):,.0f}")
                 ours = results.get((deployment, "homehub", scenario, mode))
                 theirs = results.get((deployment, peer_name, scenario, mode))
                 cells, met = target_cells(ours, theirs, TARGETS[kind])
@@ -656,9 +654,4 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 if __name__ == "__main__":
-    options = parse_args()
-    try:
-        sys.exit(asyncio.run(main(options)))
-    except ProtocolFailure as exc:
-        print(f"protocol failure: {exc}", file=sys.stderr)
-        sys.exit(2)
+    run_benchmark(main, parse_args())

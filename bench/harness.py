@@ -45,6 +45,15 @@ class ProtocolFailure(Exception):
     pass
 
 
+def run_benchmark(main: Callable[[Any], Awaitable[int]], opts: Any) -> None:
+    """Run a benchmark's `main(opts)` and exit with its status: 2 on a protocol failure."""
+    try:
+        sys.exit(asyncio.run(main(opts)))
+    except ProtocolFailure as exc:
+        print(f"protocol failure: {exc}", file=sys.stderr)
+        sys.exit(2)
+
+
 def arguments_for(tool: str) -> Arguments:
     """The i-th call's arguments: writes alternate `salon` on and off, reads take none."""
     if tool == "set_light_state":
@@ -141,9 +150,9 @@ def jsonrpc_request(request_id: int | None, method: str, params: dict[str, Any] 
     return json.dumps(message, separators=(",", ":")).encode()
 
 
-def create_token(env: dict[str, str], name: str, root: Path = ROOT) -> str:
-    """A new MCP token with scopes read,control in HomeHub's database of `env`."""
-    argv = [sys.executable, "manage.py", "create_mcp_token", name, "--scopes", "read,control"]
+def create_token(env: dict[str, str], name: str, root: Path = ROOT, scopes: str = "read,control") -> str:
+    """A new MCP token with `scopes` in HomeHub's database of `env`."""
+    argv = [sys.executable, "manage.py", "create_mcp_token", name, "--scopes", scopes]
     out = subprocess.run(argv, cwd=root, env=env, check=True, capture_output=True, text=True).stdout
     return out.strip().splitlines()[-1]
 
@@ -203,6 +212,12 @@ def fmt_ratios(ratios: list[float]) -> str:
     return median if len(ratios) == 1 else f"{median} ({min(ratios):.2f}-{max(ratios):.2f})"
 
 
+def fmt_latency(runs: list[Run]) -> str:
+    """`p50 / p99` in ms of the median round (by calls/s)."""
+    middle = sorted(runs, key=lambda run: run.rate)[len(runs) // 2]
+    return f"{fmt_ms(middle.percentile(0.50))} / {fmt_ms(middle.percentile(0.99))}"
+
+
 def target_cells(ours: list[Run] | None, theirs: list[Run] | None, target: float) -> tuple[list[str], bool]:
     """A table's ratio, target and verdict cells for HomeHub's rounds against a peer's, and
     whether the median ratio meets the target (True when either side was not measured)."""
@@ -220,6 +235,7 @@ def figures(runs: list[Run], peer: list[Run] | None) -> dict[str, Any]:
         "rates": [round(run.rate, 1) for run in runs],
         "cpu_us": [round(run.cpu_per_call_us, 1) for run in runs],
         "p50_ms": [round(run.percentile(0.5) * 1e3, 3) for run in runs],
+        "p99_ms": [round(run.percentile(0.99) * 1e3, 3) for run in runs],
         "ratios": [round(r, 3) for r in round_ratios(runs, peer)] if peer else None,
     }
 

@@ -1,24 +1,22 @@
-"""Long-lived listeners on the channel layer (outside consumers): group memberships that
-outlive Redis's group expiry, and a receive loop that survives a failing layer.
+"""Long-lived listeners on the channel layer (outside consumers): the layer itself, a wait
+until every process is heard, a receive loop that survives a failing layer, and a process's
+listener on one group joined the first time something waits on it (`GroupListener`).
 
-channels-redis forgets a membership `group_expiry` seconds after `group_add` (a day by
-default), so that a crashed process's channels do not linger. A connection that lives
-longer (a device, a dashboard left open, a worker) must join again before then.
+Neither of the hub's layers forgets a group membership on its own (the database layer, and
+channels-redis's pub/sub layer, where a membership is the process's subscription, made again
+by redis-py when it reconnects): a listener joins once and leaves when it ends.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from channels.layers import BaseChannelLayer, get_channel_layer
-from django.conf import settings
 
 logger = logging.getLogger(__name__)
-
-MAX_REJOIN_SECONDS = 3600.0
 
 
 def channel_layer() -> BaseChannelLayer:
@@ -28,25 +26,6 @@ def channel_layer() -> BaseChannelLayer:
     if layer is None:
         raise RuntimeError("CHANNEL_LAYERS has no default layer")
     return layer
-
-
-def rejoin_seconds() -> float:
-    return max(0.5, min(MAX_REJOIN_SECONDS, settings.REDIS_GROUP_EXPIRY_SECONDS / 4))
-
-
-async def _rejoin_forever(layer: Any, groups: Callable[[], Iterable[str]], channel: str) -> None:
-    while True:
-        await asyncio.sleep(rejoin_seconds())
-        for group in list(groups()):
-            try:
-                await layer.group_add(group, channel)
-            except Exception:
-                logger.exception("could not renew %s's membership of %s", channel, group)
-
-
-def keep_joined(layer: Any, groups: Callable[[], Iterable[str]], channel: str) -> asyncio.Task[None]:
-    """Renew `channel`'s membership of `groups()` until the returned task is cancelled."""
-    return asyncio.ensure_future(_rejoin_forever(layer, groups, channel))
 
 
 async def hear_every_process(layer: Any) -> None:
@@ -75,3 +54,40 @@ async def receive_forever(
             await asyncio.sleep(1)
             continue
         await handle(message)
+
+
+class GroupListener:
+    """This process's channel on `group`, joined the first time something needs to hear it
+    (`join`), each message handed to `handle`: for work that waits on what
+    other processes announce. Bound to one event loop (joined again from another)."""
+
+    def __init__(self, group: str, handle: Callable[[dict[str, Any]], Awaitable[None]], what: str) -> None:
+        self.group, self.handle, self.what = group, handle, what
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.tasks: list[asyncio.Task[None]] = []
+        self.lock: asyncio.Lock | None = None
+
+    async def join(self) -> None:
+        """Make sure messages on the group reach this process from now on. When the channel
+        layer is down it is logged, and tried again at the next call: work here goes on,
+        only what other processes announce cannot reach it."""
+        try:
+            await self._ensure()
+        except Exception:
+            logger.exception("%s could not join the channel layer; retrying when next needed", self.what)
+
+    async def _ensure(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self.loop is loop and self.tasks and all(not t.done() for t in self.tasks):
+            return
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        if self.loop is not loop or self.lock is None:
+            self.loop, self.lock, self.tasks = loop, asyncio.Lock(), []
+        async with self.lock:
+            if self.tasks and all(not t.done() for t in self.tasks):
+                return
+            channel = await layer.new_channel()
+            await layer.group_add(self.group, channel)
+            self.tasks = [asyncio.ensure_future(receive_forever(layer, channel, self.handle, self.what))]

@@ -93,7 +93,7 @@ def batched(service: Callable[P, R]) -> Callable[P, Awaitable[R]]:
 
 async def _drain(lane: _Lane) -> None:
     """Run the waiting calls, batch after batch, until none waits."""
-    writes_from(asyncio.get_running_loop())  # their announcements go out from this loop
+    loop = asyncio.get_running_loop()
     batch: list[_Call] = []
     try:
         while lane.waiting:
@@ -102,10 +102,11 @@ async def _drain(lane: _Lane) -> None:
             if not waiting:
                 batch = []
                 continue
-            # In the context of a caller still waiting for it, never of one already answered.
-            outcomes = await asyncio.get_running_loop().create_task(
-                _arun(batch), context=waiting[0].context.copy()
-            )
+            # In the context of a caller still waiting for it, never of one already answered;
+            # their announcements go out from this loop.
+            context = waiting[0].context.copy()
+            context.run(writes_from, loop)
+            outcomes = await loop.create_task(_arun(batch), context=context)
             for call, (ok, value) in zip(batch, outcomes, strict=True):
                 if not call.future.done():
                     call.future.set_result(value) if ok else call.future.set_exception(value)

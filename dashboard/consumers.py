@@ -23,7 +23,6 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from audit.changes import CHANGES_GROUP
 from automations.notifications.services import NOTIFICATIONS_GROUP
 from common import roles
-from common.groups import keep_joined
 from mcp_endpoint.controls.confirmation import REQUESTS_GROUP
 from mcp_endpoint.engine import jsonrpc
 
@@ -72,7 +71,6 @@ class HomeConsumer(AsyncJsonWebsocketConsumer):
         self.joined = groups_for(role, user.pk)
         for group in self.joined:
             await self.channel_layer.group_add(group, self.channel_name)
-        self.membership = keep_joined(self.channel_layer, lambda: self.joined, self.channel_name)
         await self.accept()
         await self.send_json({"type": "hello", "user": user.get_username(), "role": role})
 
@@ -88,7 +86,6 @@ class HomeConsumer(AsyncJsonWebsocketConsumer):
 
     async def disconnect(self, code: int) -> None:
         if self.joined:
-            self.membership.cancel()
             for group in self.joined:
                 await self.channel_layer.group_discard(group, self.channel_name)
 

@@ -21,6 +21,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connection
 
+from common.replies import answer, replies
 from devices.mqtt import status
 
 TIMEOUT_SECONDS = 3.0
@@ -38,17 +39,17 @@ def _mqtt() -> dict[str, Any]:
 
 
 async def _channel_layer() -> dict[str, Any]:
-    """A message sent to a fresh channel of this process and received back: through Redis
+    """A message sent to this process's channel for answers and received back: through Redis
     when REDIS_URL is set, so a Redis that is down or full fails here."""
     layer = get_channel_layer()
     if layer is None:  # CHANNEL_LAYERS without a default
         return {"ok": False, "error": "not configured"}
-    # The default prefix: channels-redis reads a process's channels through one receiver,
-    # which only serves channels that share it (the gateway's among them).
-    channel = await layer.new_channel()
     nonce = secrets.token_hex(8)
-    await layer.send(channel, {"type": "healthz.ping", "nonce": nonce})
-    message = await layer.receive(channel)
+
+    async def ping(address: dict[str, str]) -> None:
+        await answer(layer, address, {"type": "healthz.ping", "nonce": nonce})
+
+    message = await replies.ask(ping, TIMEOUT_SECONDS)
     return {"ok": message.get("nonce") == nonce, "backend": type(layer).__name__}
 
 

@@ -8,6 +8,7 @@ import os
 import tempfile
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -130,20 +131,35 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Channels ---------------------------------------------------------------------------
 REDIS_URL = os.environ.get("REDIS_URL", "")
-# Redis forgets a group membership this long after it was made (so that a crashed process's
-# channels do not linger); long-lived connections join again every quarter of it.
-REDIS_GROUP_EXPIRY_SECONDS = int(os.environ.get("REDIS_GROUP_EXPIRY_SECONDS", 86400))
 if REDIS_URL:
+    from redis.asyncio.retry import Retry as RedisRetry
+    from redis.backoff import ExponentialBackoff
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    # channels-redis's pub/sub layer: a message is one PUBLISH, pushed to the processes that
+    # listen, where the core layer paid four round trips to send it and four more per listener
+    # to receive it (docs/PERFORMANCE.md, "What a write costs"). A channel lives as long as its
+    # process's subscription: nothing waits in Redis for a process that is not listening.
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            # channels-redis blocks 5 s per BZPOPMIN; redis-py 8 also times reads out at 5 s by
-            # default, which made receives fail at random ("Timeout reading"): read longer.
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
             "CONFIG": {
-                "hosts": [{"address": REDIS_URL, "socket_timeout": 15}],
-                "capacity": 1500,
-                "expiry": 30,
-                "group_expiry": REDIS_GROUP_EXPIRY_SECONDS,
+                "hosts": [
+                    {
+                        "address": REDIS_URL,
+                        # redis-py 8 times reads out at 5 s by default; the layer's reader
+                        # waits 0.1 s at a time.
+                        "socket_timeout": 15,
+                        # A connection Redis closed (it restarted) is made again within the
+                        # command, not failed: else the first message each process sends after
+                        # a restart (an answer, a change) would be lost.
+                        "retry_on_error": [RedisConnectionError],
+                        "retry": RedisRetry(ExponentialBackoff(cap=1.0, base=0.05), retries=5),
+                    }
+                ],
+                # Redis's pub/sub ignores database numbers: the URL's number goes into every
+                # channel's name, so that hubs sharing a Redis by number stay apart.
+                "prefix": f"homehub.{urlsplit(REDIS_URL).path.strip('/') or '0'}.",
             },
         }
     }
@@ -321,7 +337,7 @@ MCP_HTTP_JSON_RESPONSE = env_bool("MCP_HTTP_JSON_RESPONSE", False)
 # How long a tool waits for the client's answer to sampling/createMessage or elicitation/create.
 MCP_CLIENT_REQUEST_TIMEOUT_SECONDS = float(os.environ.get("MCP_CLIENT_REQUEST_TIMEOUT_SECONDS", 300))
 # How long a task of the MCP tasks extension (its state and result) can be read after it is
-# created (its `ttlMs`); expired tasks are dropped when the next one is created.
+# created (its `ttlMs`); expired tasks are unknown at once, deleted by the daily `prune_mcp_tasks`.
 MCP_TASK_TTL_SECONDS = int(os.environ.get("MCP_TASK_TTL_SECONDS", 3600))
 # How long a dangerous tool call waits for a person's confirmation (the client's elicitation, or
 # a pending request on the dashboard) before it is refused (mcp_endpoint.controls.confirmation).

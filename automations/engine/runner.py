@@ -66,7 +66,7 @@ from automations.evaluation import (
     conditions_hold,
 )
 from automations.models import AutomationRun
-from common.groups import channel_layer, hear_every_process, keep_joined, receive_forever
+from common.groups import channel_layer, hear_every_process, receive_forever
 from common.holders import process_name
 from mcp_endpoint.engine.registry import registry
 from mcp_endpoint.engine.tools import Caller, ToolContext
@@ -207,14 +207,12 @@ class Engine:
             except Exception:
                 logger.exception("automations: could not join the change feed; retrying")
                 await asyncio.sleep(1)
-        rejoin = keep_joined(layer, lambda: groups, channel)
         heard = asyncio.ensure_future(receive_forever(layer, channel, self._heard, "automations engine"))
         try:
             await hear_every_process(layer)
             self._listening.set()
             await heard
         finally:
-            rejoin.cancel()
             heard.cancel()
 
     async def _heard(self, message: dict[str, Any]) -> None:

@@ -7,8 +7,8 @@ whenever any process announces a change on the channel layer; each refresh tells
 local MCP sessions that the tool list changed.
 
 A call goes to the agent's channel-layer group, which only the link holding the device's
-connection has joined (in whichever process), and the answer comes back on a reply
-channel of the caller's process; a device connected to the caller's own process is
+connection has joined (in whichever process), and the answer comes back on the caller's
+process's channel for answers (`common.replies`); a device connected to the caller's own process is
 called directly (its `DeviceLink`). A call ends in a `CallResult` (the device's content and
 isError, as it came) or a `CallFailed` of the type that says why (devices/agents/outcomes.py),
 worded for a model; each door maps it by type (MCP: `as_tool_result` below).
@@ -28,7 +28,8 @@ from typing import Any, TypeVar
 from django.conf import settings
 from pydantic import BaseModel, ConfigDict
 
-from common.groups import channel_layer, keep_joined, receive_forever
+from common.groups import channel_layer, receive_forever
+from common.replies import replies
 from common.tasks import StartOnce, Tasks
 from devices.agents import agent_channels, selectors
 from devices.agents import services as agent_services
@@ -123,7 +124,6 @@ class DeviceGateway:
         self._wake = asyncio.Event()
         await self.refresh()
         self._tasks = Tasks("gateway")  # those of an earlier start went with its loop
-        self._tasks.spawn(keep_joined(layer, lambda: [agent_channels.AGENT_CHANGES_GROUP], channel))
         self._tasks.spawn(receive_forever(layer, channel, self._note_change, "gateway"))
         self._tasks.spawn(self._refresh_changed())
         self._tasks.spawn(self._vouch_for_devices())
@@ -300,20 +300,22 @@ class DeviceGateway:
             return await link.serve(tool, arguments, timeout)
         await log.note("debug", f"Device '{agent_id}' is connected to another process: calling it there")
         layer = channel_layer()
-        reply_to = await layer.new_channel()
-        await layer.group_send(
-            agent_channels.agent_group(agent_id),
-            {
-                "type": agent_channels.CALL,
-                "agent_id": agent_id,
-                "reply_to": reply_to,
-                "tool": tool,
-                "arguments": arguments,
-                "timeout": timeout,
-            },
-        )
+
+        async def call(address: dict[str, str]) -> None:
+            await layer.group_send(
+                agent_channels.agent_group(agent_id),
+                {
+                    "type": agent_channels.CALL,
+                    "agent_id": agent_id,
+                    "tool": tool,
+                    "arguments": arguments,
+                    "timeout": timeout,
+                    **address,
+                },
+            )
+
         try:
-            reply = await asyncio.wait_for(layer.receive(reply_to), timeout + REPLY_GRACE_SECONDS)
+            reply = await replies.ask(call, timeout + REPLY_GRACE_SECONDS)
         except TimeoutError:
             raise DeviceTimeout.after(agent_id, tool, timeout) from None
         return from_wire(reply)

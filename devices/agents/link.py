@@ -17,7 +17,7 @@ What the base does with them:
 - `attach()`: register, become this process's link of the agent (an older link of it here
   steps aside at once), tell older sessions elsewhere to step aside (`agent.replaced` on the
   agent's channel-layer group), join that group (where the gateway sends calls from other
-  processes) and keep joined; then, if the agent is approved, `discover()`: the handshake
+  processes); then, if the agent is approved, `discover()`: the handshake
   and `tools/list` through the `McpClient`, recorded in the database;
 - `handle(message)`: what the channel layer brings: a forwarded call (`agent.call`, served
   and answered on its `reply_to`), an older-session notice, an approval;
@@ -47,7 +47,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connection
 
-from common.groups import keep_joined
+from common.replies import answer
 from common.tasks import Tasks, spawn
 from devices.agents import agent_channels, limits, selectors
 from devices.agents import services as agent_services
@@ -160,7 +160,6 @@ class DeviceLink(ABC):
         if self.detached:  # let go while joining
             await self._leave_group()
             return False
-        self.tasks.spawn(keep_joined(self.layer, lambda: [self.group], self.channel))
         if not await self._current():
             # A newer session registered meanwhile, its word sent before this one joined.
             await self._hang_up()
@@ -249,7 +248,7 @@ class DeviceLink(ABC):
             outcome = await self.serve(str(message.get("tool")), message.get("arguments") or {}, timeout)
         except CallFailed as failure:
             outcome = failure
-        await self.layer.send(message["reply_to"], {"type": agent_channels.REPLY, **to_wire(outcome)})
+        await answer(self.layer, message, {"type": agent_channels.REPLY, **to_wire(outcome)})
 
     async def detach(self, reason: str) -> None:
         """The session ended (`reason` is what its calls in flight fail with)."""

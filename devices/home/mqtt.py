@@ -27,7 +27,7 @@ from django.conf import settings
 
 from audit.changes import CHANGES_GROUP
 from audit.models import Event
-from common.groups import channel_layer, keep_joined, receive_forever
+from common.groups import channel_layer, receive_forever
 from common.mqtt import topics
 from devices.home import selectors, services
 from devices.home.errors import HomeError
@@ -108,8 +108,7 @@ class HomeBridge:
         channel = await layer.new_channel()
         await layer.group_add(CHANGES_GROUP, channel)
         self._tasks = [
-            asyncio.ensure_future(receive_forever(layer, channel, self._on_home_event, "mqtt home")),
-            keep_joined(layer, lambda: [CHANGES_GROUP], channel),
+            asyncio.ensure_future(receive_forever(layer, channel, self._on_home_event, "mqtt home"))
         ]
 
     async def stop(self) -> None:

@@ -7,7 +7,9 @@ drops it when its `home.event` arrives (a listener on the home group). The copy 
 only while this process hears every other one: its listener has been running for a moment,
 and with the database channel layer, the feed has not failed since the copy was read
 (`DatabaseChannelLayer.feed_epoch`). Otherwise, and until then, every read goes to the
-database. The copy is only filled from reads made outside any transaction, so it never holds
+database. A copy is kept at most COPY_SECONDS, so that a change whose message the layer lost
+(Redis restarting under its pub/sub layer, which tells no listener) is read within them. The
+copy is only filled from reads made outside any transaction, so it never holds
 rows that a transaction could still roll back (tests run inside one).
 
 Until then (a process's first second or so, docs/PERFORMANCE.md "stdio's first second"), the
@@ -35,14 +37,16 @@ from devices.home.models import Light
 logger = logging.getLogger(__name__)
 
 SETTLE_SECONDS = 0.5  # a new listener's group membership is in place well within this
+COPY_SECONDS = 2.0
 HOME_KINDS = frozenset({"light", "alarm", "person", "home"})
 
 
 class _Copy:
-    __slots__ = ("alarm", "epoch", "lights", "present")
+    __slots__ = ("alarm", "epoch", "lights", "present", "until")
 
     def __init__(self, epoch: Any, state: schemas.AllStatesOut) -> None:
         self.epoch = epoch
+        self.until = time.monotonic() + COPY_SECONDS
         self.lights: tuple[tuple[str, bool], ...] = tuple(state["lights"].items())
         self.alarm: bool = state["alarm"]
         self.present: tuple[str, ...] = tuple(state["presence"]["known_people"])
@@ -175,7 +179,7 @@ async def _current() -> _Copy | schemas.AllStatesOut:
     """The kept copy when it may be trusted, else the state read afresh."""
     epoch = _listener.epoch()
     kept = _copy
-    if epoch is not None and kept is not None and kept.epoch == epoch:
+    if epoch is not None and kept is not None and kept.epoch == epoch and time.monotonic() < kept.until:
         return kept
     return await _reads.read(epoch)
 

@@ -47,6 +47,7 @@ from channels.layers import get_channel_layer
 
 from common.groups import receive_forever
 from common.mqtt import topics
+from common.replies import answer
 from common.storable import storable_text
 from common.tasks import Tasks
 from devices.agents import agent_channels
@@ -301,4 +302,4 @@ class AgentBridge:
             await link.handle(message)
         elif message.get("type") == agent_channels.CALL:  # the agent left this worker meanwhile
             reply = {"type": agent_channels.REPLY, **to_wire(DeviceGone.offline(agent_id))}
-            await self.layer.send(message["reply_to"], reply)
+            await answer(self.layer, message, reply)

@@ -23,7 +23,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from common.feed import announce
-from common.groups import channel_layer, keep_joined, receive_forever
+from common.groups import channel_layer, receive_forever
 from common.tasks import StartOnce, Tasks
 from mcp_endpoint.engine.registry import ToolSettings, registry
 from mcp_endpoint.models import ToolSetting
@@ -88,7 +88,6 @@ class SettingsWatcher:
         await sync_to_async(reload)()
         self._tasks.cancel()  # those of an earlier start went with its loop
         self._tasks = Tasks("tool catalogue")
-        self._tasks.spawn(keep_joined(layer, lambda: [GROUP], channel))
         self._tasks.spawn(receive_forever(layer, channel, self._heard, "tool catalogue"))
         self._tasks.spawn(self._reload_now_and_then())
 

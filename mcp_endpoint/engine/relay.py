@@ -15,7 +15,6 @@ Keys are scoped by session id: a client can only reach work of a session whose i
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,7 +22,7 @@ from typing import Any
 
 from channels.layers import get_channel_layer
 
-from common.groups import keep_joined, receive_forever
+from common.groups import GroupListener
 
 logger = logging.getLogger(__name__)
 
@@ -35,37 +34,6 @@ Key = str | int  # a JSON-RPC id
 _handlers: dict[tuple[str, str, Key], Handler] = {}
 
 
-class _Listener:
-    """This process's channel on the relay group, bound to one event loop."""
-
-    def __init__(self) -> None:
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self.tasks: list[asyncio.Task[None]] = []
-        self.lock: asyncio.Lock | None = None
-
-    async def ensure(self) -> None:
-        loop = asyncio.get_running_loop()
-        if self.loop is loop and self.tasks and all(not t.done() for t in self.tasks):
-            return
-        layer = get_channel_layer()
-        if layer is None:
-            return
-        if self.loop is not loop or self.lock is None:
-            self.loop, self.lock, self.tasks = loop, asyncio.Lock(), []
-        async with self.lock:
-            if self.tasks and all(not t.done() for t in self.tasks):
-                return
-            channel = await layer.new_channel()
-            await layer.group_add(GROUP, channel)
-            self.tasks = [
-                asyncio.ensure_future(receive_forever(layer, channel, _on_message, "MCP relay")),
-                keep_joined(layer, lambda: (GROUP,), channel),
-            ]
-
-
-_listener = _Listener()
-
-
 async def _on_message(message: dict[str, Any]) -> None:
     key = message.get("key")
     if not isinstance(key, (str, int)):
@@ -75,14 +43,14 @@ async def _on_message(message: dict[str, Any]) -> None:
         handler(message.get("payload"))
 
 
+_listener = GroupListener(GROUP, _on_message, "the MCP relay")
+
+
 async def listen() -> None:
     """Make sure deliveries broadcast by other processes reach this one (call before
     registering work that another process may have to reach). When the channel layer is
     down, work here goes on; only what other processes deliver cannot reach it."""
-    try:
-        await _listener.ensure()
-    except Exception:
-        logger.exception("the MCP relay could not join the channel layer; retrying with the next request")
+    await _listener.join()
 
 
 @contextmanager

@@ -10,7 +10,8 @@ confirmation) and the client follows it with `tasks/get`, answers its questions 
 `tasks/update` and stops it with `tasks/cancel`. A client that did not declare the extension
 gets an ordinary result, or -32021 for a tool that only runs as a task.
 
-The task's state is in the database (`McpTask`), so every process answers for it; its work
+The task's state is in the database (`McpTask`, read through `mcp_endpoint.selectors` and
+written through `mcp_endpoint.services`), so every process answers for it; its work
 runs on the event loop of the process that took the call (a tool call needs that process's
 connections: devices, streams, the confirmation gate's waiters). A task whose process dies
 stays `working` until its TTL ends, unless its tool handed the work to a job that outlives
@@ -29,15 +30,14 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import transaction
-from django.utils import timezone
 
-from mcp_endpoint.engine import jsonrpc
+from mcp_endpoint import selectors, services
+from mcp_endpoint.engine import jsonrpc, task_changes
 from mcp_endpoint.engine.jsonrpc import JsonRpcError
 from mcp_endpoint.engine.listen import Offer
 from mcp_endpoint.engine.protocol import META_CLIENT_CAPABILITIES
@@ -50,7 +50,9 @@ logger = logging.getLogger(__name__)
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 POLL_INTERVAL_MS = 500  # what a client is told to wait between two `tasks/get`
-ANSWER_POLL_SECONDS = 0.2  # how often the work looks for `tasks/update`'s answers
+# How long a wait for a task's change announced (`task_changes`) lasts before the task is read
+# anyway, in case the announcement was lost.
+SAFETY_POLL_SECONDS = 5.0
 
 # The work of the tasks this process runs, by task id (kept so that it is not collected, and
 # so that `tasks/cancel` reaching this process stops it at once).
@@ -159,9 +161,7 @@ def follow(task_id: str, kind: str, ref: str) -> None:
     returns is not kept."""
     if kind not in _followers:
         raise LookupError(f"no follower registered for {kind!r} jobs")
-    McpTask.objects.filter(pk=task_id, status__in=McpTask.ACTIVE).update(
-        follows=f"{kind}:{ref}", updated_at=timezone.now()
-    )
+    services.follow_job(task_id, f"{kind}:{ref}")
 
 
 def _followed(follows: str) -> Followed | None:
@@ -208,29 +208,20 @@ def task_id_of(params: dict[str, Any]) -> str:
 
 
 async def create(caller: Caller, tool: str) -> McpTask:
-    """Save a new working task (and drop the expired ones): only then may it be announced."""
-    now = timezone.now()
-    await McpTask.objects.filter(expires_at__lt=now).adelete()
-    return await McpTask.objects.acreate(
-        task_id=secrets.token_urlsafe(16),
-        owner=owner_of(caller),
-        tool=tool,
-        expires_at=now + timedelta(seconds=settings.MCP_TASK_TTL_SECONDS),
-    )
+    """Save a new working task: only then may it be announced. (Expired ones are left to the
+    daily `prune_mcp_tasks`; until then every read takes them for unknown.)"""
+    return await sync_to_async(services.create_task)(owner_of(caller), tool)
 
 
 async def active_count(caller: Caller) -> int:
     """How many of the caller's tasks are still working or waiting on it."""
-    return await McpTask.objects.filter(
-        owner=owner_of(caller), status__in=McpTask.ACTIVE, expires_at__gt=timezone.now()
-    ).acount()
+    return await sync_to_async(selectors.active_task_count)(owner_of(caller))
 
 
 async def get(caller: Caller, task_id: str) -> McpTask:
-    """The caller's live task `task_id`; -32602 when there is none (or it is another's)."""
-    task = await McpTask.objects.filter(
-        task_id=task_id, owner=owner_of(caller), expires_at__gt=timezone.now()
-    ).afirst()
+    """The caller's live task `task_id`; -32602 when there is none (or it is another's, or
+    expired)."""
+    task = await sync_to_async(selectors.live_task)(owner_of(caller), task_id)
     if task is None:
         raise _unknown(task_id)
     return task
@@ -238,35 +229,37 @@ async def get(caller: Caller, task_id: str) -> McpTask:
 
 async def own_live(caller: Caller, task_ids: Sequence[str]) -> list[str]:
     """Those of `task_ids` that are the caller's live tasks, in the order asked."""
-    own = {
-        task_id
-        async for task_id in McpTask.objects.filter(
-            task_id__in=task_ids, owner=owner_of(caller), expires_at__gt=timezone.now()
-        ).values_list("task_id", flat=True)
-    }
+    own = await sync_to_async(selectors.live_task_ids)(owner_of(caller), task_ids)
     return [task_id for task_id in dict.fromkeys(task_ids) if task_id in own]
 
 
 async def watch(caller: Caller, task_ids: Sequence[str], offer: Offer) -> None:
     """Status notifications for a `subscriptions/listen` stream (`notifications/tasks`, each the
-    task as `tasks/get` shows it then): the tasks are read every `pollIntervalMs`, whichever
-    process changes them, and each change is offered once; it ends when they are all over
-    (or gone)."""
+    task as `tasks/get` shows it then): the tasks are read again whenever one is announced
+    changed, whichever process changes it, and each change is offered once; it ends when
+    they are all over (or gone, or expired). A job's progress is not announced: while one of
+    them follows a job, or a change could not be offered yet, they are read every
+    `pollIntervalMs` as well."""
     offered: dict[str, tuple[str, datetime]] = {}
     watched = list(task_ids)
-    while watched:
-        rows = McpTask.objects.filter(task_id__in=watched, owner=owner_of(caller))
-        tasks = [await current(row) async for row in rows]
-        watched = []
-        for task, message in tasks:
-            state = (task.status, task.updated_at)
-            changed = offered.get(task.task_id) != state
-            if changed and offer("notifications/tasks", _notification(task, message)):
-                offered[task.task_id] = state
-            if task.status in McpTask.ACTIVE or offered.get(task.task_id) != state:
-                watched.append(task.task_id)
-        if watched:
-            await asyncio.sleep(POLL_INTERVAL_MS / 1000)
+    async with task_changes.changes(task_ids) as changed:
+        while watched:
+            rows = await sync_to_async(selectors.live_tasks)(owner_of(caller), watched)
+            tasks = [await current(row) for row in rows]
+            watched, soon = [], False
+            for task, message in tasks:
+                state = (task.status, task.updated_at)
+                if offered.get(task.task_id) != state and offer(
+                    "notifications/tasks", _notification(task, message)
+                ):
+                    offered[task.task_id] = state
+                unsent = offered.get(task.task_id) != state
+                if task.status in McpTask.ACTIVE or unsent:
+                    watched.append(task.task_id)
+                    soon = soon or unsent or bool(task.follows)
+            if watched:
+                wait = POLL_INTERVAL_MS / 1000 if soon else SAFETY_POLL_SECONDS
+                await task_changes.changed_or_after(changed, wait)
 
 
 def _notification(task: McpTask, message: str | None) -> dict[str, Any]:
@@ -283,34 +276,12 @@ async def cancel(caller: Caller, task_id: str) -> None:
     task, _ = await current(await get(caller, task_id))
     if task.status not in McpTask.ACTIVE:
         return
-    cancelled = await McpTask.objects.filter(pk=task.pk, status__in=McpTask.ACTIVE).aupdate(
-        status=McpTask.CANCELLED, input_requests={}, input_responses={}, updated_at=timezone.now()
-    )
+    cancelled = await sync_to_async(services.cancel_task)(task.task_id)
     if cancelled and task.follows:
         await sync_to_async(_cancel_followed)(task.follows)
     work = _running.get(task_id)
     if work is not None:
         work.cancel()
-
-
-def _update_sync(owner: str, task_id: str, responses: dict[str, Any]) -> bool:
-    with transaction.atomic():
-        task = (
-            McpTask.objects.select_for_update()
-            .filter(task_id=task_id, owner=owner, expires_at__gt=timezone.now())
-            .first()
-        )
-        if task is None:
-            return False
-        if task.status != McpTask.INPUT_REQUIRED:
-            return True  # nothing is asked: answers to nothing are ignored
-        answered = {key: value for key, value in responses.items() if key in task.input_requests}
-        task.input_responses = {**task.input_responses, **answered}
-        task.input_requests = {k: v for k, v in task.input_requests.items() if k not in answered}
-        if not task.input_requests:
-            task.status = McpTask.WORKING
-        task.save(update_fields=["input_responses", "input_requests", "status", "updated_at"])
-        return True
 
 
 async def update(caller: Caller, task_id: str, responses: Any) -> None:
@@ -320,39 +291,30 @@ async def update(caller: Caller, task_id: str, responses: Any) -> None:
         raise JsonRpcError(
             jsonrpc.INVALID_PARAMS, "Invalid params: 'inputResponses' must map keys to result objects"
         )
-    if not await sync_to_async(_update_sync)(owner_of(caller), task_id, responses):
+    if not await sync_to_async(services.answer)(owner_of(caller), task_id, responses):
         raise _unknown(task_id)
-
-
-async def _finish(task_id: str, **fields: Any) -> None:
-    """The work's outcome, kept unless the task was cancelled (or expired) meanwhile, or
-    follows a job (which tells its outcome); the client's answers are not kept past the work
-    that needed them."""
-    await McpTask.objects.filter(pk=task_id, status__in=McpTask.ACTIVE, follows="").aupdate(
-        input_requests={}, input_responses={}, updated_at=timezone.now(), **fields
-    )
 
 
 def asker(task_id: str, declared: dict[str, Any]) -> ClientRequester:
     """A task's way of asking its client (`ToolContext.send_request`): the questions are put
     on the task (`input_required`, with server-minted keys), and the work waits for
-    `tasks/update` to answer them all, up to MCP_CLIENT_REQUEST_TIMEOUT_SECONDS."""
+    `tasks/update` to answer them all, up to MCP_CLIENT_REQUEST_TIMEOUT_SECONDS (reading them
+    whenever the task is announced changed)."""
 
     async def ask(requests: Sequence[ClientRequest]) -> list[dict[str, Any]]:
         check_declared(requests, declared)
         keys = [f"{request.key or 'input'}-{secrets.token_hex(4)}" for request in requests]
         asked = {key: {"method": r.method, "params": r.params} for key, r in zip(keys, requests, strict=True)}
-        await McpTask.objects.filter(pk=task_id, status__in=McpTask.ACTIVE).aupdate(
-            status=McpTask.INPUT_REQUIRED, input_requests=asked, updated_at=timezone.now()
-        )
-        deadline = time.monotonic() + settings.MCP_CLIENT_REQUEST_TIMEOUT_SECONDS
-        while time.monotonic() < deadline:
-            task = await McpTask.objects.filter(pk=task_id).afirst()
-            if task is None or task.status not in McpTask.ACTIVE:
-                raise ClientRequestError("The task was cancelled while it waited for the client")
-            if all(key in task.input_responses for key in keys):
-                return [task.input_responses[key] for key in keys]
-            await asyncio.sleep(ANSWER_POLL_SECONDS)
+        async with task_changes.changes([task_id]) as changed:
+            await sync_to_async(services.ask)(task_id, asked)
+            deadline = time.monotonic() + settings.MCP_CLIENT_REQUEST_TIMEOUT_SECONDS
+            while (left := deadline - time.monotonic()) > 0:
+                answers = await sync_to_async(selectors.task_answers)(task_id)
+                if answers is None:
+                    raise ClientRequestError("The task was cancelled while it waited for the client")
+                if all(key in answers for key in keys):
+                    return [answers[key] for key in keys]
+                await task_changes.changed_or_after(changed, min(left, SAFETY_POLL_SECONDS))
         raise ClientRequestError("The client did not answer the task's question in time")
 
     return ask
@@ -397,19 +359,21 @@ def start(task_id: str, work: Awaitable[dict[str, Any]]) -> None:
     """Run a task's work (a coroutine giving the tool's MCP result, or raising JsonRpcError
     for a protocol-level failure) in this process, keeping its outcome on the task."""
 
+    finish = sync_to_async(services.finish_task)
+
     async def run() -> None:
         try:
             result = await work
         except asyncio.CancelledError:
             return  # `tasks/cancel` marked it already
         except JsonRpcError as failure:
-            await _finish(task_id, status=McpTask.FAILED, error=failure.as_error())
+            await finish(task_id, McpTask.FAILED, error=failure.as_error())
         except Exception:
             logger.exception("task %s failed", task_id)
             internal = JsonRpcError(jsonrpc.INTERNAL_ERROR, "Internal error")
-            await _finish(task_id, status=McpTask.FAILED, error=internal.as_error())
+            await finish(task_id, McpTask.FAILED, error=internal.as_error())
         else:
-            await _finish(task_id, status=McpTask.COMPLETED, result=result)
+            await finish(task_id, McpTask.COMPLETED, result=result)
         finally:
             _running.pop(task_id, None)
 

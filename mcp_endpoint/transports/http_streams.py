@@ -14,6 +14,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 
+from common.groups import receive_forever
 from mcp_endpoint.engine import relay
 from mcp_endpoint.engine.protocol import Outgoing, SessionState
 from mcp_endpoint.engine.session import ServerSession
@@ -175,9 +176,13 @@ async def forward_changes(
     channel = await layer.new_channel()
     for group in groups:
         await layer.group_add(group, channel)
+    # Received in a task of its own, which ends cancelled whichever way this ends: channels-redis's
+    # pub/sub layer lets go of a channel only when a receive on it is cancelled.
+    heard: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    hearing = asyncio.ensure_future(receive_forever(layer, channel, heard.put, "change stream"))
     try:
         while True:
-            message = await layer.receive(channel)
+            message = await heard.get()
             event = message.get("event")
             if message.get("type") not in types or not isinstance(event, dict):
                 continue
@@ -188,6 +193,7 @@ async def forward_changes(
                 session.state.subscriptions = state.subscriptions
             await session.on_change(event)
     finally:
+        hearing.cancel()
         for group in groups:
             await layer.group_discard(group, channel)
 

@@ -1,11 +1,15 @@
 """Two hub processes sharing a Redis channel layer: the device on one, the LLM agent on the other."""
 
-import asyncio
+import shutil
+import subprocess
 
+import httpx
 import pytest
+import redis
 from asgiref.sync import async_to_sync
 
 from audit.models import Event
+from tests.conftest import free_port
 from tests.devices_support import LlmSession, eventually, hub, new_device
 
 pytestmark = pytest.mark.live
@@ -43,22 +47,69 @@ async def _has(llm: LlmSession, name: str) -> bool:
     return name in await llm.tool_names()
 
 
-def test_calls_still_reach_a_device_connected_longer_than_the_group_expiry(live_env, make_token, redis_url):
-    """Redis forgets group memberships after REDIS_GROUP_EXPIRY_SECONDS (a day by default);
-    the device's connection joins again before that."""
+def test_calls_reach_a_device_on_another_process_again_after_redis_restarts(live_env, make_token, tmp_path):
+    """Redis restarted under a running hub (its messages lost, the processes' subscriptions
+    gone with it): the processes subscribe again on their own, and a call from one reaches
+    the device connected to the other, no restart of the hub needed."""
+    port = free_port()
+    url = f"redis://127.0.0.1:{port}/0"
+    argv = [shutil.which("redis-server") or "redis-server", "--port", str(port), "--save", ""]
+    argv += ["--dir", str(tmp_path)]
+    server = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
     token = make_token(name="patient-llm")
-    short = {"REDIS_URL": redis_url, "REDIS_GROUP_EXPIRY_SECONDS": "2"}
-    with hub(live_env, **short) as device_hub, hub(live_env, **short) as agent_hub:
+    try:
+        with hub(live_env, REDIS_URL=url) as device_hub, hub(live_env, REDIS_URL=url) as agent_hub:
+            device = new_device(device_hub, MAC)
+
+            async def scenario():
+                nonlocal server
+                async with LlmSession(agent_hub, token) as llm:
+                    await device.connect()
+                    await eventually(lambda: _has(llm, VOLUME))
+                    before = await llm.call(VOLUME, {"volume": 33})
+                    server.terminate()
+                    server.wait(10)
+                    server = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
+
+                    async def answered() -> bool:
+                        return (await llm.call(VOLUME, {"volume": 44}))["isError"] is False
+
+                    await eventually(answered, timeout=30)
+                    await device.close()
+                return before
+
+            before = async_to_sync(scenario)()
+    finally:
+        server.terminate()
+        server.wait(10)
+    assert before["isError"] is False and device.state.volume == 44
+
+
+def test_answers_from_another_process_come_back_on_one_channel(live_env, make_token, redis_url):
+    """Calls to a device connected to another process, and `/healthz`'s probes of the layer,
+    are answered on the asking process's one channel for answers: twenty more of each leave
+    Redis with as many subscriptions as before (a channel per question would stay
+    subscribed for as long as the process lives)."""
+    token = make_token(name="counted-llm")
+    subscriptions = redis.Redis.from_url(redis_url)
+    pattern = f"homehub.{redis_url.rsplit('/', 1)[1]}.*"
+    with hub(live_env, REDIS_URL=redis_url) as device_hub, hub(live_env, REDIS_URL=redis_url) as agent_hub:
         device = new_device(device_hub, MAC)
 
         async def scenario():
             async with LlmSession(agent_hub, token) as llm:
                 await device.connect()
                 await eventually(lambda: _has(llm, VOLUME))
-                await asyncio.sleep(5)  # well past the expiry
-                called = await llm.call(VOLUME, {"volume": 33})
+                await llm.call(VOLUME, {"volume": 1})
+                httpx.get(agent_hub + "/healthz", timeout=10).raise_for_status()
+                before = len(subscriptions.pubsub_channels(pattern))
+                for volume in range(2, 22):
+                    assert (await llm.call(VOLUME, {"volume": volume}))["isError"] is False
+                    httpx.get(agent_hub + "/healthz", timeout=10).raise_for_status()
+                after = len(subscriptions.pubsub_channels(pattern))
                 await device.close()
-            return called
+            return before, after
 
-        called = async_to_sync(scenario)()
-    assert called["isError"] is False and device.state.volume == 33
+        before, after = async_to_sync(scenario)()
+    assert device.state.volume == 21
+    assert before == after

@@ -6,13 +6,16 @@ import threading
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
+from channels.layers import get_channel_layer
 from django.db import transaction
 
+from audit.changes import CHANGES_GROUP
 from audit.models import Event
 from common.write_batches import batched
 from devices.home import services
 from devices.home.errors import LightNotFound
 from devices.home.models import Light
+from tests.common.recording_layer import SendersRecorded
 
 LIGHTS = ("salon", "cocina", "dormitorio", "bano", "garage")
 
@@ -38,6 +41,27 @@ def test_writes_made_at_once_are_each_committed_and_audited_and_fail_alone(trans
         [f"agent-{i}" for i in range(len(LIGHTS))] + ["agent-y"]
     )
     assert not Event.objects.filter(actor="agent-x").exists()
+
+
+def test_a_write_from_an_event_loop_is_announced_from_that_loop(transactional_db, redis_url, settings):
+    """With Redis, a batched write's announcement is sent by the writer's own event loop once
+    the write commits, not handed to a thread of the feed's own (a third thread wanting the
+    GIL for every write cost a third of a write's CPU)."""
+    backend = "tests.common.recording_layer.SendersRecorded"
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": backend, "CONFIG": {"hosts": [redis_url]}}}
+    services.seed_home()
+
+    async def scenario():
+        layer = get_channel_layer()
+        listener = await layer.new_channel()
+        await layer.group_add(CHANGES_GROUP, listener)
+        SendersRecorded.senders.clear()
+        await services.aset_light_state("salon", True, actor="agent", interface="mcp-ws")
+        return await asyncio.wait_for(layer.receive(listener), 5)
+
+    heard = asyncio.run(scenario())
+    assert heard["event"]["kind"] == "light"
+    assert SendersRecorded.senders == [threading.current_thread().name]
 
 
 @pytest.fixture

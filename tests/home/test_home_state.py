@@ -11,6 +11,7 @@ from asgiref.sync import async_to_sync, sync_to_async
 
 from devices.home import services
 from devices.home import state as home_state
+from devices.home.models import Light
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -114,5 +115,22 @@ def test_calls_waiting_behind_a_read_share_the_next_one(monkeypatch):
         for _ in range(3):  # one call at a time: a read each
             await home_state.alarm_status()
         assert len(reads) == 5
+
+    asyncio.run(scenario())
+
+
+def test_a_change_whose_message_was_lost_is_read_within_the_copys_lifetime(transactional_db, counted_reads):
+    """A change the feed never announced (as when Redis restarts under its pub/sub layer and
+    the message is lost) reaches MCP reads once the copy has lived COPY_SECONDS."""
+    services.seed_home()
+
+    async def scenario():
+        assert (await until_kept(counted_reads))["lights"]["salon"] is False
+        await sync_to_async(Light.objects.filter(name="salon").update)(on=True)  # no announcement
+        assert (await home_state.all_states())["lights"]["salon"] is False  # the copy, trusted
+        started = time.monotonic()
+        while not (await home_state.all_states())["lights"]["salon"]:
+            assert time.monotonic() - started < home_state.COPY_SECONDS + 1, "the copy outlived its lifetime"
+            await asyncio.sleep(0.05)
 
     asyncio.run(scenario())

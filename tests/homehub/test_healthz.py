@@ -119,7 +119,7 @@ def test_redis_coming_back_heals_the_channel_layer_and_the_hub(live_env, tmp_pat
         )
         try:
             body = health_once(base, 200)
-            assert body["checks"]["channel_layer"] == {"ok": True, "backend": "RedisChannelLayer"}
+            assert body["checks"]["channel_layer"] == {"ok": True, "backend": "RedisPubSubChannelLayer"}
             assert httpx.get(base + "/.well-known/oauth-protected-resource").status_code == 200
         finally:
             redis.terminate()

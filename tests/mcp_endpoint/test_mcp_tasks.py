@@ -4,12 +4,16 @@ every token but the one that created it. (The conformance suite's `tasks-*` scen
 over HTTP in test_mcp_conformance.py.)"""
 
 import asyncio
+from datetime import timedelta
+from io import StringIO
 
 import pytest
 from asgiref.sync import async_to_sync
+from django.core.management import call_command
+from django.utils import timezone
 from pydantic import BaseModel
 
-from mcp_endpoint.engine import jsonrpc
+from mcp_endpoint.engine import jsonrpc, tasks_extension
 from mcp_endpoint.engine.registry import ToolRegistry
 from mcp_endpoint.engine.session import ServerSession
 from mcp_endpoint.engine.tasks_extension import TASKS_EXTENSION
@@ -17,7 +21,7 @@ from mcp_endpoint.engine.tools import Caller, ToolContext, ToolResult
 from mcp_endpoint.models import McpTask
 from tests.mcp_helpers import ALL, tool_on
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.django_db(transaction=True)  # announcements go out on commit
 
 WITH_TASKS = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -244,3 +248,66 @@ def test_a_listen_stream_hears_the_states_of_the_callers_own_tasks():
     assert heard[0]["status"] == "working" and heard[-1]["status"] == "completed"
     assert heard[-1]["result"]["content"][0]["text"] == "slept 0.3"
     assert heard[-1]["_meta"] == {"io.modelcontextprotocol/subscriptionId": 9}
+
+
+def test_the_work_and_a_listen_stream_hear_a_change_at_once_rather_than_polling(monkeypatch):
+    monkeypatch.setattr(tasks_extension, "SAFETY_POLL_SECONDS", 60)  # only the announcements are left
+    reg = make_registry()
+    ana = Client(reg, "ana")
+
+    async def scenario() -> list[str]:
+        loop = asyncio.get_running_loop()
+        created = await ana.result("tools/call", name="ask_twice", arguments={})
+        task_id = created["taskId"]
+        listen = {"notifications": {"taskIds": [task_id]}, "_meta": WITH_TASKS}
+        await ana.session.receive(
+            {"jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen", "params": listen}, parsed=True
+        )
+        for value in ("A", "B"):
+            (key,) = (await ana.settled(task_id, "input_required"))["inputRequests"]
+            answered = loop.time()
+            answer = {"action": "accept", "content": {"v": value}}
+            await ana.result("tasks/update", taskId=task_id, inputResponses={key: answer})
+            await ana.settled(task_id, "input_required" if value == "A" else "completed")
+            assert loop.time() - answered < 2  # the work heard the answer, and asked again or ended
+        for _ in range(100):
+            heard = [m["params"]["status"] for m in ana.sent if m.get("method") == "notifications/tasks"]
+            if heard[-1:] == ["completed"]:
+                break
+            await asyncio.sleep(0.02)
+        await ana.session.receive(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}}, parsed=True
+        )
+        await ana.session.drain()
+        return heard
+
+    heard = async_to_sync(scenario)()
+    assert heard[-1] == "completed" and "input_required" in heard, heard
+
+
+def test_an_expired_task_is_unknown_until_the_daily_pruning_deletes_it():
+    reg = make_registry()
+    ana = Client(reg, "ana")
+
+    async def create() -> str:
+        created = await ana.result("tools/call", name="nap", arguments={})
+        await ana.settled(created["taskId"], "completed")
+        return created["taskId"]
+
+    async def refused(task_id: str) -> list[dict]:
+        answers = [await ana.request(method, taskId=task_id) for method in ("tasks/get", "tasks/cancel")]
+        answers.append(await ana.request("tasks/update", taskId=task_id, inputResponses={}))
+        return [answer.get("error") for answer in answers]
+
+    expired = async_to_sync(create)()
+    McpTask.objects.filter(pk=expired).update(expires_at=timezone.now() - timedelta(seconds=1))
+    live = async_to_sync(create)()  # a new task leaves the expired row to the pruning
+    assert McpTask.objects.filter(pk=expired).exists()
+    errors = async_to_sync(refused)(expired)
+    assert [error["code"] for error in errors] == [jsonrpc.INVALID_PARAMS] * 3, errors
+    assert all("unknown task" in error["message"] for error in errors)
+
+    out = StringIO()
+    call_command("prune_mcp_tasks", stdout=out)
+    assert set(McpTask.objects.values_list("pk", flat=True)) == {live}
+    assert "Deleted 1 expired MCP task" in out.getvalue()

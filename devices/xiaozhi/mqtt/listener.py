@@ -58,6 +58,7 @@ from amqtt.session import Session
 from django.conf import settings
 
 from common.groups import channel_layer, receive_forever
+from common.replies import answer
 from common.tasks import Tasks
 from devices.agents import agent_channels
 from devices.agents.outcomes import DeviceGone, to_wire
@@ -348,4 +349,4 @@ class DeviceListener:
             await link.handle(message)
         elif message.get("type") == agent_channels.CALL:  # the device left meanwhile
             reply = {"type": agent_channels.REPLY, **to_wire(DeviceGone.offline(agent_id))}
-            await self.layer.send(message["reply_to"], reply)
+            await answer(self.layer, message, reply)
