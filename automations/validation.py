@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
 from django.utils.translation import gettext
 
 from automations import schedules
@@ -166,6 +165,10 @@ def _tool_action(where: str, action: ToolAction, known: _Known, scopes: frozense
         said = gettext("'%(tool)s' needs the '%(scope)s' scope, which you lack")
         errors.append(f"{where}.tool: " + said % {"tool": action.tool, "scope": found.scope})
     if found.input_schema:
+        # jsonschema loads with the first definition checked, not with every command of the hub
+        # (about 20 ms of CPU at start, mcp_stdio's included).
+        import jsonschema
+
         problem = jsonschema.exceptions.best_match(
             jsonschema.Draft202012Validator(found.input_schema).iter_errors(action.arguments)
         )

@@ -14,10 +14,12 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from fel.processing import Processed, process, write_atomically
-from fel.render import Branding
+
+if TYPE_CHECKING:
+    from fel.render import Branding
 
 MANIFEST_NAME = "manifest.json"
 

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 
 from fel.errors import FelError
 from fel.paths import existing_file, fel_root
-from fel.render import Branding, load_logo
 from fel.themes import get_theme
 from fel.typefaces import FAMILIES, Typeface, find_typeface
+
+if TYPE_CHECKING:
+    from fel.render import Branding
 
 QR_SIZE_RANGE = (72, 180)  # points: an inch keeps SAT's URL scannable; more crowds the totals
 TOP_BAR_RANGE = (0, 72)
@@ -32,6 +35,8 @@ def batch_workers() -> int:
 
 def branding(logo_path: str | None = None, theme: str | None = None) -> Branding:
     """Settings' branding; `logo_path` and `theme` (when given) win. The logo must be inside FEL_ROOT."""
+    from fel.render import Branding, load_logo  # reportlab, loaded where PDFs are made
+
     logo = logo_path or settings.FEL_LOGO_PATH
     if logo:
         logo = str(existing_file(logo, "logo"))

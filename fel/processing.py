@@ -11,11 +11,14 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fel.errors import FelError
 from fel.parsing import Document, FelXmlError, parse_document
-from fel.render import Branding, render_pdf
 from fel.validation import Validation, validate
+
+if TYPE_CHECKING:
+    from fel.render import Branding
 
 
 @dataclass(slots=True)
@@ -85,6 +88,10 @@ def process_bytes(
         result.document = parse_document(data)
         result.validation = validate(result.document)
         if pdf_path is not None and branding is not None:
+            # reportlab loads with the first PDF drawn, not with every command of the hub (about
+            # 25 ms of CPU at start, mcp_stdio's included).
+            from fel.render import render_pdf
+
             pdf = render_pdf(result.document, result.validation, branding)
             write_atomically(pdf_path, pdf)
             result.pdf_path = pdf_path

@@ -19,9 +19,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from reportlab.pdfbase import pdfmetrics
-from reportlab.pdfbase.ttfonts import TTFError, TTFont
-
 from fel.errors import FelError
 
 FONT_DIR = Path(__file__).resolve().parent / "fonts"
@@ -101,6 +98,11 @@ def _version(path: str) -> tuple[int, int]:
 
 @lru_cache(maxsize=16)
 def _registered(path: str, mtime_ns: int, size: int) -> str:
+    # reportlab loads with the first font registered, where PDFs are made, not with every
+    # command of the hub (see fel.processing).
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.ttfonts import TTFError, TTFont
+
     name = f"{Path(path).stem}-{hashlib.sha256(f'{path}:{mtime_ns}:{size}'.encode()).hexdigest()[:8]}"
     try:
         pdfmetrics.registerFont(TTFont(name, path))

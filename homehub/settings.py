@@ -32,7 +32,7 @@ DEBUG = env_bool("DJANGO_DEBUG", False)
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver")
 
 INSTALLED_APPS = [
-    "daphne",
+    "homehub.daphne_app.DaphneConfig",  # daphne's runserver; its server imported where it serves
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",

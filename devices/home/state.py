@@ -11,6 +11,10 @@ database. A copy is kept at most COPY_SECONDS, so that a change whose message th
 (Redis restarting under its pub/sub layer, which tells no listener) is read within them. The
 copy is only filled from reads made outside any transaction, so it never holds
 rows that a transaction could still roll back (tests run inside one).
+
+Until then (a process's first second or so, docs/PERFORMANCE.md "stdio's first second"), the
+calls waiting behind a read under way share the next one (`_Reads`): each still gets a read
+that began after it arrived, but sixteen calls in flight cost one read, not sixteen in a row.
 """
 
 from __future__ import annotations
@@ -19,9 +23,10 @@ import asyncio
 import logging
 import threading
 import time
+import weakref
 from typing import Any
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import SyncToAsync, sync_to_async
 from django.db import connections, router
 
 from audit.changes import CHANGES_GROUP
@@ -120,13 +125,63 @@ def _read(generation: int, epoch: Any) -> schemas.AllStatesOut:
 _aread = sync_to_async(_read)
 
 
+class _Reads:
+    """The database reads of calls that may not use the copy, per event loop and per asgiref
+    thread-sensitive context (the thread, so the connection, that a read runs on): one at a
+    time, and a call that finds one under way waits for the next, which starts when that one
+    ends and serves every call that arrived meanwhile. No call gets a read begun before it
+    arrived, so none misses a change committed before its call."""
+
+    def __init__(self) -> None:
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Any, _Turns]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    async def read(self, epoch: Any) -> schemas.AllStatesOut:
+        loop = asyncio.get_running_loop()
+        turns = self._loops.setdefault(loop, {})
+        where = SyncToAsync.thread_sensitive_context.get(None)
+        turn = turns.get(where)
+        if turn is None:
+            turn = turns[where] = _Turns()
+        if turn.next is None or turn.next.done():  # done before it began: cancelled
+            turn.next = loop.create_task(self._after(turns, where, turn, epoch))
+        # Shielded: a call cancelled (or timed out) leaves the read to the others sharing it.
+        return await asyncio.shield(turn.next)
+
+    @staticmethod
+    async def _after(turns: dict[Any, _Turns], where: Any, turn: _Turns, epoch: Any) -> schemas.AllStatesOut:
+        running = turn.running
+        if running is not None and not running.done():
+            await asyncio.wait([running])  # whatever its outcome
+        # From here on, a new call waits for the read after this one.
+        turn.running, turn.next = turn.next, None
+        try:
+            # The generation as the read starts: a change dropped before it is in the read.
+            return await _aread(_generation, epoch)
+        finally:
+            if turn.next is None and turns.get(where) is turn:  # nobody waits: forget the context
+                del turns[where]
+
+
+class _Turns:
+    __slots__ = ("next", "running")
+
+    def __init__(self) -> None:
+        self.running: asyncio.Task[schemas.AllStatesOut] | None = None  # the read under way
+        self.next: asyncio.Task[schemas.AllStatesOut] | None = None  # the one waiting for it
+
+
+_reads = _Reads()
+
+
 async def _current() -> _Copy | schemas.AllStatesOut:
     """The kept copy when it may be trusted, else the state read afresh."""
     epoch = _listener.epoch()
     kept = _copy
     if epoch is not None and kept is not None and kept.epoch == epoch and time.monotonic() < kept.until:
         return kept
-    return await _aread(_generation, epoch)
+    return await _reads.read(epoch)
 
 
 def _presence(copy: _Copy) -> schemas.PresenceOut:

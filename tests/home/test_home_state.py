@@ -91,6 +91,34 @@ def test_nothing_read_inside_a_transaction_is_kept(db):
     assert home_state._copy is None
 
 
+def test_calls_waiting_behind_a_read_share_the_next_one(monkeypatch):
+    """While the copy may not be used, each call gets a read begun after it arrived, and the
+    calls that arrived while one was under way share the next."""
+    reads = []
+
+    async def slow_read(generation, epoch):
+        reads.append(epoch)
+        await asyncio.sleep(0.05)
+        return {"lights": {}, "alarm": len(reads) == 2, "presence": {"present": False, "known_people": []}}
+
+    monkeypatch.setattr(home_state, "_aread", slow_read)
+    monkeypatch.setattr(home_state._listener, "epoch", lambda: None)  # not trusted yet
+
+    async def scenario():
+        first = asyncio.ensure_future(home_state.alarm_status())
+        await asyncio.sleep(0.01)  # its read under way
+        waiting = [asyncio.ensure_future(home_state.alarm_status()) for _ in range(5)]
+        waiting[0].cancel()  # a call that gives up leaves the read to the others
+        answers = await asyncio.gather(first, *waiting[1:])
+        assert answers == [{"armed": False}] + [{"armed": True}] * 4
+        assert len(reads) == 2
+        for _ in range(3):  # one call at a time: a read each
+            await home_state.alarm_status()
+        assert len(reads) == 5
+
+    asyncio.run(scenario())
+
+
 def test_a_change_whose_message_was_lost_is_read_within_the_copys_lifetime(transactional_db, counted_reads):
     """A change the feed never announced (as when Redis restarts under its pub/sub layer and
     the message is lost) reaches MCP reads once the copy has lived COPY_SECONDS."""

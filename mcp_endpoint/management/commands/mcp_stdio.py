@@ -5,6 +5,7 @@ import logging
 import sys
 
 from django.conf import settings
+from django.core import checks
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from mcp_endpoint.auth.scopes import scopes as declared_scopes
@@ -21,6 +22,21 @@ class Command(BaseCommand):
         "Serve MCP over stdio: JSON-RPC 2.0, one message per line (default), or seed 000's "
         "simplified line protocol with --protocol simple. Logs go to stderr."
     )
+    # The checks of what a stdio session runs. Not those of what it never serves (the URL
+    # configuration, whose import builds every REST route: about 140 ms of CPU at every start,
+    # which the client waits for), nor the admin's, static files' or the commands': `serve`,
+    # daphne and `manage.py check` check those.
+    requires_system_checks = [
+        checks.Tags.async_support,
+        checks.Tags.caches,
+        checks.Tags.compatibility,
+        checks.Tags.files,
+        checks.Tags.models,
+        checks.Tags.security,
+        checks.Tags.signals,
+        checks.Tags.templates,
+        checks.Tags.translation,
+    ]
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--protocol", choices=["jsonrpc", "simple"], default="jsonrpc")
