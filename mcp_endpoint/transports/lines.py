@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import selectors
 import stat
 from collections.abc import AsyncIterator
 from typing import BinaryIO
@@ -20,12 +21,22 @@ class LineTooLong(Exception):
 
 
 def _watchable(stream: BinaryIO) -> bool:
-    """Pipes, sockets and terminals can be watched by the event loop; files cannot."""
+    """Pipes, sockets and terminals can be watched by the event loop; files cannot, nor the
+    character devices the loop's selector refuses (`< /dev/null`: epoll says EPERM, and the
+    loop would only log it, never reading the end of input)."""
     try:
-        mode = os.fstat(stream.fileno()).st_mode
+        fd = stream.fileno()
+        mode = os.fstat(fd).st_mode
     except (OSError, ValueError):  # no file descriptor (an in-memory stream)
         return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
+        return False
+    with selectors.DefaultSelector() as probe:
+        try:
+            probe.register(fd, selectors.EVENT_READ)
+        except OSError:
+            return False
+    return True
 
 
 async def _chunks(stream: BinaryIO) -> AsyncIterator[bytes]:

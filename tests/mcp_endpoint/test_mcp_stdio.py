@@ -37,6 +37,20 @@ def run_stdio(env, lines, *args, timeout=60):
     return proc, [json.loads(line) for line in proc.stdout.splitlines()]
 
 
+def test_nothing_on_stdin_ends_the_session(live_env):
+    """`manage.py mcp_stdio < /dev/null` (a client that sends nothing and closes) ends at once,
+    as at the end of any input: the event loop cannot watch /dev/null, so it is read as a file."""
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "mcp_stdio"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        cwd=ROOT,
+        env=live_env,
+        timeout=30,
+    )
+    assert proc.returncode == 0 and proc.stdout == b""
+
+
 def test_seed_002_printf_initialize_and_list(live_env):
     proc, out = run_stdio(
         live_env,
