@@ -88,6 +88,9 @@ class Ingestor:
         self.rejected_keep = rejected_keep
         self._queue: deque[Incoming] = deque()
         self._lock = threading.Condition()
+        # Held while acknowledging and while a connection is declared lost, apart from the
+        # queue's lock so that paho's thread keeps queueing while a batch is acknowledged.
+        self._acks = threading.Lock()
         self._stopping = False
         self._thread: threading.Thread | None = None
         self.counters = {
@@ -118,7 +121,7 @@ class Ingestor:
 
     def connection_lost(self, source: Source) -> None:
         """Forget the lost connection's unacknowledged messages: the broker sends them again."""
-        with self._lock:
+        with self._acks, self._lock:
             source.generation += 1
             self._queue = deque(m for m in self._queue if m.source is not source or m.qos == 0)
 
@@ -213,10 +216,11 @@ class Ingestor:
                 connection.close()
                 time.sleep(delay)
                 delay = min(delay * 2, RETRY_MAX_SECONDS)
-        with self._lock:
+        with self._acks:
             for message in messages:
                 if message.qos and message.generation == message.source.generation:
                     message.source.ack(message.mid, message.qos)
+        with self._lock:
             self.counters["stored"] += len(batch.readings)
             self.counters["rejected"] += len(batch.rejected)
             self.counters["heartbeats"] += heartbeats
