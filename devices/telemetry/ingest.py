@@ -36,6 +36,9 @@ from devices.telemetry.services import Delivery, message_digest
 logger = logging.getLogger(__name__)
 
 RETRY_MAX_SECONDS = 10.0
+# The connection's age and health (CONN_MAX_AGE, CONN_HEALTH_CHECKS) are looked at this often,
+# not before every batch: with health checks on, each look costs a `SELECT 1` on the next use.
+CONNECTION_CHECK_SECONDS = 1.0
 PRUNE_EVERY_REJECTIONS = 500
 
 Ack = Callable[[int, int], object]  # paho's Client.ack: (message id, qos)
@@ -102,6 +105,7 @@ class Ingestor:
             "repeats": 0,
         }
         self._rejections_since_prune = 0
+        self._connection_checked = 0.0
 
     # --- paho's network threads ------------------------------------------------------------
 
@@ -206,7 +210,9 @@ class Ingestor:
         delay = 0.5
         while True:
             try:
-                close_old_connections()
+                if time.monotonic() - self._connection_checked >= CONNECTION_CHECK_SECONDS:
+                    close_old_connections()
+                    self._connection_checked = time.monotonic()
                 latest, batch, heartbeats, repeats = self._store(messages)
                 break
             except Exception:
