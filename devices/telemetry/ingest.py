@@ -93,7 +93,7 @@ class Ingestor:
         self._lock = threading.Condition()
         # Held while acknowledging and while a connection is declared lost, apart from the
         # queue's lock so that paho's thread keeps queueing while a batch is acknowledged.
-        self._acks = threading.Lock()
+        self._acks = threading.RLock()  # reentrant like the queue's: an ack may run paho's callbacks
         self._stopping = False
         self._thread: threading.Thread | None = None
         self.counters = {

@@ -34,9 +34,10 @@ from devices.telemetry.selectors import SensorKey
 MAX_TOPIC_CHARS = 255
 # Rows per INSERT, each statement run for a whole batch by `executemany`. psycopg keeps its
 # parse of a statement of at most 50 parameters (a longer one it splits in Python on every
-# call: a fifth of the writer's time on PostgreSQL with 1,000 deliveries a statement), and with
-# client-side binding PostgreSQL parses every statement it is sent, so a few rows a statement
-# halve its work; SQLite runs one-row statements as fast as any (docs/PERFORMANCE.md, issue 29).
+# call: a fifth of the writer's time on PostgreSQL with a batch's deliveries in one), and with
+# client-side binding PostgreSQL parses every statement it is sent: four readings a statement
+# take it a third less time. SQLite pays ~3 µs a reading more for four rows than for one
+# (docs/PERFORMANCE.md, "MQTT ingestion, round two").
 DELIVERIES_PER_STATEMENT = 16  # 48 parameters
 READINGS_PER_STATEMENT = 4  # 32 parameters
 
