@@ -47,6 +47,9 @@ logger = logging.getLogger(__name__)
 QOS = 1
 MAX_LIVE_SENSORS = 200  # per broadcast; past it the dashboard just refreshes
 STOP_PUBLISH_SECONDS = 2.0
+# Telemetry rewrites an agent's `last_seen` at most this often (not on every batch: an UPDATE
+# each 50 ms costs the writer as much as parsing a tenth of the batch).
+HEARD_FROM_SECONDS = 1.0
 # What the group's subscriptions deliver; a session adopted from a stopped worker passes
 # these on and drops the rest (its non-shared subscriptions' messages reach this worker too).
 SHARED_ROOTS = (topics.DISCOVERY, topics.ALARM_COMMANDS)
@@ -103,6 +106,8 @@ class Worker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks = Tasks("mqtt worker")
         self._live: dict[str, dict[str, Any]] = {}
+        self._heard: set[str] = set()  # devices whose `last_seen` was written since `_heard_at`
+        self._heard_at = 0.0
         self.counters: dict[str, int] = {"commands": 0, "announcements": 0, "refused": 0}
 
     # --- life ---------------------------------------------------------------------------------
@@ -221,7 +226,13 @@ class Worker:
 
     def _on_stored(self, latest: list[dict[str, Any]], alive: set[str]) -> None:
         """From the ingestion thread, once a batch is committed."""
-        agent_services.heard_from(alive)
+        now = time.monotonic()
+        if now - self._heard_at >= HEARD_FROM_SECONDS:
+            self._heard.clear()
+            self._heard_at = now
+        if fresh := alive - self._heard:
+            agent_services.heard_from(fresh)
+            self._heard |= fresh
         if self._loop is None:
             return
         self._loop.call_soon_threadsafe(self._note_stored, latest, alive)

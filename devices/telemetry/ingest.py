@@ -36,6 +36,9 @@ from devices.telemetry.services import Delivery, message_digest
 logger = logging.getLogger(__name__)
 
 RETRY_MAX_SECONDS = 10.0
+# The connection's age and health (CONN_MAX_AGE, CONN_HEALTH_CHECKS) are looked at this often,
+# not before every batch: with health checks on, each look costs a `SELECT 1` on the next use.
+CONNECTION_CHECK_SECONDS = 1.0
 PRUNE_EVERY_REJECTIONS = 500
 
 Ack = Callable[[int, int], object]  # paho's Client.ack: (message id, qos)
@@ -88,6 +91,9 @@ class Ingestor:
         self.rejected_keep = rejected_keep
         self._queue: deque[Incoming] = deque()
         self._lock = threading.Condition()
+        # Held while acknowledging and while a connection is declared lost, apart from the
+        # queue's lock so that paho's thread keeps queueing while a batch is acknowledged.
+        self._acks = threading.RLock()  # reentrant like the queue's: an ack may run paho's callbacks
         self._stopping = False
         self._thread: threading.Thread | None = None
         self.counters = {
@@ -99,6 +105,7 @@ class Ingestor:
             "repeats": 0,
         }
         self._rejections_since_prune = 0
+        self._connection_checked = 0.0
 
     # --- paho's network threads ------------------------------------------------------------
 
@@ -118,7 +125,7 @@ class Ingestor:
 
     def connection_lost(self, source: Source) -> None:
         """Forget the lost connection's unacknowledged messages: the broker sends them again."""
-        with self._lock:
+        with self._acks, self._lock:
             source.generation += 1
             self._queue = deque(m for m in self._queue if m.source is not source or m.qos == 0)
 
@@ -203,7 +210,9 @@ class Ingestor:
         delay = 0.5
         while True:
             try:
-                close_old_connections()
+                if time.monotonic() - self._connection_checked >= CONNECTION_CHECK_SECONDS:
+                    close_old_connections()
+                    self._connection_checked = time.monotonic()
                 latest, batch, heartbeats, repeats = self._store(messages)
                 break
             except Exception:
@@ -213,10 +222,11 @@ class Ingestor:
                 connection.close()
                 time.sleep(delay)
                 delay = min(delay * 2, RETRY_MAX_SECONDS)
-        with self._lock:
+        with self._acks:
             for message in messages:
                 if message.qos and message.generation == message.source.generation:
                     message.source.ack(message.mid, message.qos)
+        with self._lock:
             self.counters["stored"] += len(batch.readings)
             self.counters["rejected"] += len(batch.rejected)
             self.counters["heartbeats"] += heartbeats
