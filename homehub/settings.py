@@ -8,7 +8,7 @@ import os
 import tempfile
 from datetime import timedelta
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -25,6 +25,16 @@ def env_bool(name: str, default: bool) -> bool:
 
 def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+def redis_database(url: str) -> str:
+    """The database number a Redis URL names, as redis-py reads it: `?db=`, else the path of a
+    `redis://` or `rediss://` URL (`unix://` paths name the socket); 0 when it names none."""
+    parts = urlsplit(url)
+    number = parse_qs(parts.query).get("db", [""])[0] or (
+        parts.path.strip("/") if parts.scheme != "unix" else ""
+    )
+    return number if number.isdigit() else "0"
 
 
 # Off unless asked for: a debug page shows the settings to whoever reaches the hub.
@@ -159,7 +169,7 @@ if REDIS_URL:
                 ],
                 # Redis's pub/sub ignores database numbers: the URL's number goes into every
                 # channel's name, so that hubs sharing a Redis by number stay apart.
-                "prefix": f"homehub.{urlsplit(REDIS_URL).path.strip('/') or '0'}.",
+                "prefix": f"homehub.{redis_database(REDIS_URL)}.",
             },
         }
     }
