@@ -1,4 +1,4 @@
-"""channels-redis's pub/sub layer that notes which thread sent each group message."""
+"""channels-redis's pub/sub layer that notes which thread sent each group message, and what."""
 
 import threading
 
@@ -6,8 +6,8 @@ from channels_redis.pubsub import RedisPubSubChannelLayer
 
 
 class SendersRecorded(RedisPubSubChannelLayer):
-    senders: list[str] = []
+    senders: list[tuple[str, dict]] = []  # (the thread's name, the message)
 
     async def group_send(self, group, message):
-        SendersRecorded.senders.append(threading.current_thread().name)
+        SendersRecorded.senders.append((threading.current_thread().name, message))
         await super().__getattr__("group_send")(group, message)
