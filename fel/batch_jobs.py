@@ -37,6 +37,7 @@ from django.db import DatabaseError, connections, transaction
 from django.db.models import Q
 from django.utils import timezone
 from django_tasks import TaskContext, task
+from django_tasks.exceptions import TaskResultDoesNotExist
 
 from audit.services import record_event
 from fel import services
@@ -102,19 +103,36 @@ def _start(create: Callable[[], BatchJob]) -> BatchJob:
     if not _queue_outside_database():
         with transaction.atomic():
             job = create()
-            run_batch_job.enqueue(job.pk)
+            _queued(job.pk, run_batch_job.enqueue(job.pk).id)
         return job
     with transaction.atomic():
         job = create()
     try:
-        run_batch_job.enqueue(job.pk)
+        queued = run_batch_job.enqueue(job.pk)
     except Exception:
         now = timezone.now()
         BatchJob.objects.filter(pk=job.pk, state=BatchJob.State.QUEUED).update(
             state=BatchJob.State.FAILED, error=_NOT_QUEUED, finished_at=now, updated_at=now
         )
         raise
+    _queued(job.pk, queued.id)
     return job
+
+
+def _queued(job_id: int, task_id: str) -> None:
+    """Name the task just queued for a job that no task has taken yet, so that a task the queue
+    loses (Redis restarted without its data) can be told from one still waiting its turn."""
+    BatchJob.objects.filter(pk=job_id, state=BatchJob.State.QUEUED, task_id="").update(task_id=task_id)
+
+
+def _lost(task_id: str) -> bool:
+    """Whether the queue no longer holds `task_id` waiting: it is unknown to the backend, or it
+    ended without taking its job."""
+    try:
+        result = run_batch_job.get_result(task_id)
+    except TaskResultDoesNotExist:
+        return True
+    return result.is_finished
 
 
 def cancel_job(job_id: int) -> bool:
@@ -245,43 +263,54 @@ def _run(job: BatchJob, task_id: str) -> None:
 
 
 def resume_abandoned() -> list[int]:
-    """Hand each running job silent for longer than the lease (its worker died) to a new task;
-    the jobs resumed. The job is queued again until that task claims it, so it is handed over
-    once however long the queue keeps it waiting; several workers may run this at once, and of
-    them one hands it over."""
-    resumed = []
+    """Hand to a new task each running job silent for longer than the lease (its worker died)
+    and each job queued for longer than the lease whose task the queue lost; the jobs resumed.
+    The job is queued again until that task claims it, so it is handed over once however long
+    the queue keeps it waiting; several workers may run this at once, and of them one hands it
+    over."""
     stale = timezone.now() - lease()
+    fields = ("pk", "state", "task_id", "updated_at")
+    silent = BatchJob.objects.filter(state=BatchJob.State.RUNNING, updated_at__lt=stale).values_list(*fields)
+    waiting = (
+        BatchJob.objects.filter(state=BatchJob.State.QUEUED, updated_at__lt=stale)
+        .exclude(task_id="")
+        .values_list(*fields)
+    )
+    lost = [job for job in waiting if _lost(job[2])]
+    return [job_id for job_id, *held in [*silent, *lost] if _hand_over(job_id, *held)]
+
+
+def _hand_over(job_id: int, state: str, old_task: str, since: datetime) -> bool:
+    """Queue the job again for any task (as long as nobody touched it since `since`) and
+    enqueue one; whether it was handed over."""
     after_commit = _queue_outside_database()
-    for job_id, old_task, silent_since in BatchJob.objects.filter(
-        state=BatchJob.State.RUNNING, updated_at__lt=stale
-    ).values_list("pk", "task_id", "updated_at"):
-        with transaction.atomic():
-            released = BatchJob.objects.filter(
-                pk=job_id, state=BatchJob.State.RUNNING, task_id=old_task, updated_at__lt=stale
-            ).update(task_id="", state=BatchJob.State.QUEUED, updated_at=timezone.now())
-            if released and not after_commit:
-                run_batch_job.enqueue(job_id)
-        if released and after_commit and not _enqueue_released(job_id, old_task, silent_since):
-            continue
-        if released:
-            logger.warning("FEL batch job %s: task %s went silent; resumed in a new task", job_id, old_task)
-            resumed.append(job_id)
-    return resumed
+    with transaction.atomic():
+        released = BatchJob.objects.filter(pk=job_id, state=state, task_id=old_task, updated_at=since).update(
+            task_id="", state=BatchJob.State.QUEUED, updated_at=timezone.now()
+        )
+        if released and not after_commit:
+            _queued(job_id, run_batch_job.enqueue(job_id).id)
+    if not released or (after_commit and not _enqueue_released(job_id, state, old_task, since)):
+        return False
+    why = "went silent" if state == BatchJob.State.RUNNING else "was lost by the queue"
+    logger.warning("FEL batch job %s: task %s %s; resumed in a new task", job_id, old_task, why)
+    return True
 
 
-def _enqueue_released(job_id: int, old_task: str, silent_since: datetime) -> bool:
+def _enqueue_released(job_id: int, state: str, old_task: str, since: datetime) -> bool:
     """Enqueue a new task for a job just released; when the queue refuses it, give the job back
-    to its dead task as it was, for the next look to try again."""
+    to its old task as it was, for the next look to try again."""
     try:
-        run_batch_job.enqueue(job_id)
+        queued = run_batch_job.enqueue(job_id)
     except Exception:
         logger.warning(
             "FEL batch job %s: could not queue its resumption; retrying later", job_id, exc_info=True
         )
         BatchJob.objects.filter(pk=job_id, state=BatchJob.State.QUEUED, task_id="").update(
-            state=BatchJob.State.RUNNING, task_id=old_task, updated_at=silent_since
+            state=state, task_id=old_task, updated_at=since
         )
         return False
+    _queued(job_id, queued.id)
     return True
 
 

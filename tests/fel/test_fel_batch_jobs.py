@@ -240,3 +240,46 @@ def test_a_batch_redis_refuses_fails_and_a_resumption_it_refuses_waits(transacti
     assert batch_jobs.resume_abandoned() == []
     job.refresh_from_db()
     assert (job.state, job.task_id, job.updated_at) == ("running", "dead", silent_since)
+
+
+@pytest.mark.parametrize("queue", ["database", "rq"])
+def test_a_queued_batch_whose_task_the_queue_lost_is_queued_again(
+    request, transactional_db, fel_root, settings, queue
+):
+    """A batch waits in the queue (no worker runs) and the queue loses its task (Redis restarted
+    without its data; its row deleted): once it has waited longer than the lease, it is queued
+    again in a new task, which a worker then runs to its end. One whose task still waits is left
+    alone, however long it waits."""
+    from django_tasks_db.models import DBTaskResult
+
+    from fel import batch_jobs
+    from homehub.tasks_worker import TasksWorker
+
+    if queue == "rq":
+        rq_queue(settings, request.getfixturevalue("redis_url"))
+    settings.FEL_BATCH_WORKERS = 1
+    job = batch_jobs.start_job([upload(p) for p in REAL[:3]], actor="boss", interface="rest")
+    job.refresh_from_db()
+    lost_task = job.task_id
+    assert job.state == "queued" and lost_task
+    long_ago = timezone.now() - timedelta(minutes=5)
+    BatchJob.objects.filter(pk=job.pk).update(updated_at=long_ago)
+    assert batch_jobs.resume_abandoned() == []  # its task still waits its turn
+
+    if queue == "rq":
+        redis.Redis.from_url(settings.RQ_QUEUES["default"]["URL"]).flushdb()
+    else:
+        DBTaskResult.objects.filter(id=lost_task).delete()
+    assert batch_jobs.resume_abandoned() == [job.pk]
+    job.refresh_from_db()
+    assert job.state == "queued" and job.task_id not in {"", lost_task}
+    assert batch_jobs.resume_abandoned() == []  # handed over once
+
+    worker = TasksWorker(interval=0.1)
+    worker.start()
+    try:
+        wait_until(lambda: BatchJob.objects.get(pk=job.pk).state == "done", timeout=60, what="the batch done")
+    finally:
+        worker.stop()
+    job.refresh_from_db()
+    assert (job.done, job.total, job.invalid) == (3, 3, 0)
