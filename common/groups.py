@@ -1,6 +1,6 @@
 """Long-lived listeners on the channel layer (outside consumers): the layer itself, a wait
 until every process is heard, a receive loop that survives a failing layer, and a process's
-listener on one group joined the first time something waits on it (`GroupListener`).
+channel made the first time something needs it (`ProcessChannel`).
 
 Neither of the hub's layers forgets a group membership on its own (the database layer, and
 channels-redis's pub/sub layer, where a membership is the process's subscription, made again
@@ -15,6 +15,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from channels.layers import BaseChannelLayer, get_channel_layer
+
+from common.tasks import StartOnce, Tasks
 
 logger = logging.getLogger(__name__)
 
@@ -56,38 +58,39 @@ async def receive_forever(
         await handle(message)
 
 
-class GroupListener:
-    """This process's channel on `group`, joined the first time something needs to hear it
-    (`join`), each message handed to `handle`: for work that waits on what
-    other processes announce. Bound to one event loop (joined again from another)."""
+class ProcessChannel:
+    """This process's channel on the layer, in `groups`, made the first time something needs it
+    (`open`, `join`), each message on it handed to `handle`. Bound to one event loop: made again
+    from another, and after a failed start (the layer was away), as `StartOnce` does."""
 
-    def __init__(self, group: str, handle: Callable[[dict[str, Any]], Awaitable[None]], what: str) -> None:
-        self.group, self.handle, self.what = group, handle, what
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self.tasks: list[asyncio.Task[None]] = []
-        self.lock: asyncio.Lock | None = None
+    def __init__(
+        self, handle: Callable[[dict[str, Any]], Awaitable[None]], what: str, groups: tuple[str, ...] = ()
+    ) -> None:
+        self.handle, self.what, self.groups = handle, what, groups
+        self.channel = ""
+        self._started = StartOnce(self._start)
+        self._tasks = Tasks(what)
+
+    async def open(self) -> str:
+        """The channel, made and joined to its groups if need be; raises when the layer fails."""
+        await self._started()
+        return self.channel
 
     async def join(self) -> None:
-        """Make sure messages on the group reach this process from now on. When the channel
+        """Make sure messages on the groups reach this process from now on. When the channel
         layer is down it is logged, and tried again at the next call: work here goes on,
         only what other processes announce cannot reach it."""
         try:
-            await self._ensure()
+            await self.open()
         except Exception:
             logger.exception("%s could not join the channel layer; retrying when next needed", self.what)
 
-    async def _ensure(self) -> None:
-        loop = asyncio.get_running_loop()
-        if self.loop is loop and self.tasks and all(not t.done() for t in self.tasks):
-            return
-        layer = get_channel_layer()
-        if layer is None:
-            return
-        if self.loop is not loop or self.lock is None:
-            self.loop, self.lock, self.tasks = loop, asyncio.Lock(), []
-        async with self.lock:
-            if self.tasks and all(not t.done() for t in self.tasks):
-                return
-            channel = await layer.new_channel()
-            await layer.group_add(self.group, channel)
-            self.tasks = [asyncio.ensure_future(receive_forever(layer, channel, self.handle, self.what))]
+    async def _start(self) -> None:
+        layer = channel_layer()
+        channel = await layer.new_channel()
+        for group in self.groups:
+            await layer.group_add(group, channel)
+        self._tasks.cancel()  # those of an earlier start went with its loop
+        self._tasks = Tasks(self.what)
+        self._tasks.spawn(receive_forever(layer, channel, self.handle, self.what))
+        self.channel = channel

@@ -15,8 +15,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from common.groups import channel_layer, receive_forever
-from common.tasks import StartOnce, Tasks
+from common.groups import ProcessChannel
 
 REPLY_TO = "reply_to"
 REPLY_KEY = "reply_key"
@@ -25,31 +24,21 @@ Ask = Callable[[dict[str, str]], Awaitable[None]]
 
 
 class Replies:
-    """This process's channel for answers, bound to one event loop (again on another)."""
+    """This process's channel for answers (`ProcessChannel`: one per event loop)."""
 
     def __init__(self) -> None:
-        self._started = StartOnce(self._start)
-        self._tasks = Tasks("replies")
+        self._inbox = ProcessChannel(self._heard, "replies")
         self._waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}
-        self._channel = ""
-
-    async def _start(self) -> None:
-        layer = channel_layer()
-        channel = await layer.new_channel()
-        self._tasks.cancel()  # those of an earlier start went with its loop
-        self._tasks = Tasks("replies")
-        self._tasks.spawn(receive_forever(layer, channel, self._heard, "replies"))
-        self._channel = channel
 
     async def ask(self, send: Ask, timeout: float) -> dict[str, Any]:
         """Send a question with `send(address)`, where `address` is the `reply_to` and
         `reply_key` to put in it, and return its answer; TimeoutError after `timeout` s."""
-        await self._started()
+        channel = await self._inbox.open()
         key = secrets.token_hex(12)
         answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._waiting[key] = answer
         try:
-            await send({REPLY_TO: self._channel, REPLY_KEY: key})
+            await send({REPLY_TO: channel, REPLY_KEY: key})
             return await asyncio.wait_for(answer, timeout)
         finally:
             del self._waiting[key]

@@ -22,7 +22,7 @@ from typing import Any
 
 from channels.layers import get_channel_layer
 
-from common.groups import GroupListener
+from common.groups import ProcessChannel
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ async def _on_message(message: dict[str, Any]) -> None:
         handler(message.get("payload"))
 
 
-_listener = GroupListener(GROUP, _on_message, "the MCP relay")
+_listener = ProcessChannel(_on_message, "the MCP relay", (GROUP,))
 
 
 async def listen() -> None:

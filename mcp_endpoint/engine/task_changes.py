@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
-from common.groups import GroupListener
+from common.groups import ProcessChannel
 from mcp_endpoint.services import TASK_CHANGED, TASKS_GROUP
 
 # The events of those here that wait on a task, by task id, each with its event loop.
@@ -30,7 +30,7 @@ async def _heard(message: dict[str, Any]) -> None:
                 loop.call_soon_threadsafe(event.set)
 
 
-_listener = GroupListener(TASKS_GROUP, _heard, "MCP tasks")
+_listener = ProcessChannel(_heard, "MCP tasks", (TASKS_GROUP,))
 
 
 @contextlib.asynccontextmanager
