@@ -23,7 +23,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from common.feed import announce
-from common.groups import channel_layer, receive_forever
+from common.groups import ProcessChannel
 from common.tasks import StartOnce, Tasks
 from mcp_endpoint.engine.registry import ToolSettings, registry
 from mcp_endpoint.models import ToolSetting
@@ -74,6 +74,7 @@ class SettingsWatcher:
 
     def __init__(self) -> None:
         self._started = StartOnce(self._start)
+        self._changes = ProcessChannel(self._heard, "tool catalogue", (GROUP,))
         self._tasks = Tasks("tool catalogue")
 
     async def start(self) -> None:
@@ -82,13 +83,10 @@ class SettingsWatcher:
         await self._started()
 
     async def _start(self) -> None:
-        layer = channel_layer()
-        channel = await layer.new_channel()
-        await layer.group_add(GROUP, channel)
+        await self._changes.open()  # before reading: no change is missed in between
         await sync_to_async(reload)()
-        self._tasks.cancel()  # those of an earlier start went with its loop
+        self._tasks.cancel()  # that of an earlier start went with its loop
         self._tasks = Tasks("tool catalogue")
-        self._tasks.spawn(receive_forever(layer, channel, self._heard, "tool catalogue"))
         self._tasks.spawn(self._reload_now_and_then())
 
     async def _heard(self, message: dict[str, Any]) -> None:
